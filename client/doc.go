@@ -1,0 +1,51 @@
+// Package client calls a retrysafe API and retries its writes safely.
+//
+// It depends only on the wire contract (net/http and
+// github.com/google/uuid), never on the server framework, so a service that
+// merely calls a retrysafe API does not pull in gin or gorm.
+//
+// # Two patterns
+//
+// [Client.Create] uses the preferred PUT pattern: the resource ID is chosen
+// once (by the caller or generated, UUIDv7 by default) and every attempt
+// sends PUT {collection}/{id} with "If-None-Match: *". A 201, fresh or
+// replayed ("Idempotent-Replayed: true"), is success; [Result.Replayed]
+// tells which.
+//
+// [Client.Post] uses the POST fallback: an Idempotency-Key is generated once
+// per logical operation and sent on every attempt, so the server executes
+// the operation once and replays its stored answer (201, or a stored
+// rejection such as 402 card_declined) to every retry.
+//
+// # Retries
+//
+// [Classify] is the single retry decision table. Network errors, timeouts,
+// 408, 425, 429, 500, 502, 503, 504 and 409 request_in_progress or
+// outcome_pending are retried with the same ID or key; 401 calls
+// [Config.RefreshTokenFunc] once and retries; every other answer (400, 402,
+// 404, 409 resource_locked, 410, 412, 413, 422, …) is final. Waits grow
+// exponentially with full jitter, honour Retry-After (delta-seconds or
+// HTTP-date), and stop at [Config.MaxAttempts], [Config.MaxElapsed] or the
+// context's deadline, whichever comes first; no wait outlives the context.
+// Request bodies are kept as bytes and re-sent unchanged.
+//
+// # Errors
+//
+// Failures after the first attempt are [*Error] values carrying the last
+// status, the problem code and detail ([Problem]), the attempts made and
+// [Error.OutcomeKnown]. When the outcome is unknown the operation may or
+// may not have taken effect: retry later with the same ID or key, never a
+// new one. errors.Is(err, [ErrRetriesExhausted]) tells that the caps, not
+// the server, ended the retries.
+//
+// # Surviving a restart
+//
+// With a [KeyStore] (for example [NewFileKeyStore]) and an Operation name
+// on the request, the key or ID is persisted before the first request and
+// reused by the next process that runs the same operation, which then gets
+// the original result as a replay. Call [Client.Forget] once the outcome is
+// known and recorded.
+//
+// Clock, sleep and randomness are injectable through [Config] (NowFunc,
+// SleepFunc, RandFunc, RandReader) so that tests never sleep for real.
+package client

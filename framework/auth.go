@@ -1,0 +1,106 @@
+package framework
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Principal is the authenticated caller. Every record and resource is scoped
+// to its Tenant.
+type Principal struct {
+	Tenant string
+}
+
+// Authenticator identifies the caller of a request. It returns an error
+// matching [ErrUnauthenticated] when the credentials are missing or unknown.
+type Authenticator interface {
+	Authenticate(r *http.Request) (Principal, error)
+}
+
+// StaticTokens authenticates "Authorization: Bearer <token>" against a fixed
+// token → tenant table.
+type StaticTokens struct {
+	tenants map[[sha256.Size]byte]string
+}
+
+var _ Authenticator = (*StaticTokens)(nil)
+
+// NewStaticTokens builds a StaticTokens from token → tenant pairs.
+func NewStaticTokens(tokens map[string]string) (*StaticTokens, error) {
+	s := &StaticTokens{tenants: make(map[[sha256.Size]byte]string, len(tokens))}
+	for token, tenant := range tokens {
+		if token == "" || tenant == "" {
+			return nil, fmt.Errorf("framework: empty token or tenant in token table")
+		}
+		s.tenants[sha256.Sum256([]byte(token))] = tenant
+	}
+	return s, nil
+}
+
+// ParseTokenList parses "tok1:tenant1,tok2:tenant2" into a token table.
+func ParseTokenList(list string) (map[string]string, error) {
+	tokens := map[string]string{}
+	for pair := range strings.SplitSeq(list, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		token, tenant, ok := strings.Cut(pair, ":")
+		if !ok || token == "" || tenant == "" {
+			return nil, fmt.Errorf("framework: token entry %q is not token:tenant", pair)
+		}
+		tokens[token] = tenant
+	}
+	return tokens, nil
+}
+
+// Authenticate implements [Authenticator]. Tokens are compared by their
+// SHA-256, so lookup time does not depend on how much of a token matches.
+func (s *StaticTokens) Authenticate(r *http.Request) (Principal, error) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return Principal{}, Errorf(CodeUnauthenticated, "a bearer token is required")
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	for known, tenant := range s.tenants {
+		if subtle.ConstantTimeCompare(known[:], sum[:]) == 1 {
+			return Principal{Tenant: tenant}, nil
+		}
+	}
+	return Principal{}, Errorf(CodeUnauthenticated, "the bearer token is not valid")
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns a context carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFromContext returns the authenticated caller, if any.
+func PrincipalFromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// RequireAuth is gin middleware that authenticates every request before any
+// handler (and so before any replay) runs: a key is never a credential.
+func RequireAuth(a Authenticator, logger *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		p, err := a.Authenticate(c.Request)
+		if err != nil {
+			WriteProblem(c.Writer, c.Request, logger, err)
+			c.Abort()
+			return
+		}
+		c.Request = c.Request.WithContext(WithPrincipal(c.Request.Context(), p))
+		c.Next()
+	}
+}

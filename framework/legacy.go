@@ -1,0 +1,80 @@
+package framework
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+)
+
+// LegacyConfig configures [Collection.MountLegacyPOST].
+type LegacyConfig struct {
+	// DeprecatedSince is when the POST route was deprecated, sent as the
+	// RFC 9745 Deprecation header ("@<unix seconds>"). Required.
+	DeprecatedSince time.Time
+	// Sunset, when set, is sent as the RFC 8594 Sunset header: when the
+	// route will be turned off. Defaults to none.
+	Sunset time.Time
+}
+
+// LegacyID is the resource ID a legacy POST with key creates for resource
+// name: a name-based (SHA-1, version 5) UUID in a namespace per resource. It
+// is the same for every tenant; tenants stay apart by the primary key.
+func LegacyID(resource, key string) uuid.UUID {
+	namespace := uuid.NewSHA1(uuid.NameSpaceURL, []byte("urn:retrysafe:resource:"+resource))
+	return uuid.NewSHA1(namespace, []byte(key))
+}
+
+// MountLegacyPOST registers POST /{name} with a required Idempotency-Key as
+// a create through the same engine as PUT: the ID is [LegacyID], the request
+// is a PUT with If-None-Match: *, so a retry replays (201 +
+// Idempotent-Replayed, same Location) and the same key with a different body
+// is 422 idempotency_key_reuse. Every answer carries Deprecation and a Link
+// to the PUT form (rel="successor-version"), and every call is counted per
+// tenant in [Metrics.LegacyRequests] and logged.
+func (c *Collection[T]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig) error {
+	if cfg.DeprecatedSince.IsZero() {
+		return errors.New("framework: LegacyConfig.DeprecatedSince is required")
+	}
+	deprecation := "@" + strconv.FormatInt(cfg.DeprecatedSince.Unix(), 10)
+	sunset := ""
+	if !cfg.Sunset.IsZero() {
+		sunset = cfg.Sunset.UTC().Format(http.TimeFormat)
+	}
+	g.POST("/"+c.res.Name, func(g *gin.Context) {
+		start := time.Now()
+		h := g.Writer.Header()
+		h.Set("Deprecation", deprecation)
+		if sunset != "" {
+			h.Set("Sunset", sunset)
+		}
+		h.Set("Link", "<"+c.res.BasePath+`>; rel="successor-version"`)
+		tenant, ok := Tenant(g, c.engine.logger)
+		if !ok {
+			return
+		}
+		c.engine.metrics.LegacyRequests.WithLabelValues(tenant, c.res.Name).Inc()
+		key, present, err := IdempotencyKey(g.Request.Header)
+		if err == nil && !present {
+			err = Errorf(CodeIdempotencyKeyMissing, "this route requires an Idempotency-Key header; prefer PUT %s/{uuid}", c.res.BasePath)
+		}
+		if err != nil {
+			c.fail(g, "legacy_post", start, err)
+			return
+		}
+		id := LegacyID(c.res.Name, key)
+		h.Set("Link", "<"+c.location(id)+`>; rel="successor-version"`)
+		c.engine.logger.LogAttrs(g.Request.Context(), slog.LevelInfo, "legacy route used",
+			slog.String("tenant", tenant), slog.String("resource", c.res.Name),
+			slog.String("key_sha256", KeyHash(key)), slog.String("user_agent", g.Request.UserAgent()))
+		header := g.Request.Header.Clone()
+		header.Del("If-Match")
+		header.Set("If-None-Match", "*")
+		c.serveCreate(g, "legacy_post", start, PutRequest[T]{Tenant: tenant, ID: id, Header: header, keyReuse: true}, key)
+	})
+	return nil
+}

@@ -1,0 +1,57 @@
+package framework
+
+import (
+	"net/http"
+)
+
+// Header names of the replay contract.
+const (
+	HeaderIdempotentReplayed = "Idempotent-Replayed"
+	HeaderIdempotencyKey     = "Idempotency-Key"
+	HeaderXIdempotencyKey    = "X-Idempotency-Key"
+)
+
+// Reply describes a successful response of either pattern: the PUT engine
+// and the POST fallback both write through [WriteReply], so replays look the
+// same on the wire whichever pattern produced them.
+type Reply struct {
+	Status int
+	// Body is the JSON body, written as is.
+	Body []byte
+	// Header holds extra stored headers (a replayed response's allow-list).
+	Header http.Header
+	// Replayed marks a response that repeats an earlier execution.
+	Replayed bool
+	// Key, when set, is echoed as Idempotency-Key.
+	Key      string
+	Location string
+	ETag     string
+}
+
+// WriteReply writes r: stored headers first, then the replay headers, then
+// the status and body.
+func WriteReply(w http.ResponseWriter, r Reply) {
+	h := w.Header()
+	for k, v := range r.Header {
+		h[k] = append([]string(nil), v...)
+	}
+	if h.Get("Content-Type") == "" && len(r.Body) > 0 {
+		h.Set("Content-Type", "application/json; charset=utf-8")
+	}
+	if r.Replayed {
+		h.Set(HeaderIdempotentReplayed, "true")
+	}
+	if r.Key != "" {
+		h.Set(HeaderIdempotencyKey, r.Key)
+	}
+	if r.Location != "" {
+		h.Set("Location", r.Location)
+	}
+	if r.ETag != "" {
+		h.Set("ETag", r.ETag)
+	}
+	w.WriteHeader(r.Status)
+	if len(r.Body) > 0 {
+		_, _ = w.Write(r.Body)
+	}
+}

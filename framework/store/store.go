@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Config tunes [Open]. The zero value is ready to use.
+type Config struct {
+	// LockTimeout bounds how long a write waits for a row lock held by a
+	// concurrent transaction (PostgreSQL lock_timeout, SQLite busy_timeout).
+	// A wait past it fails with [ErrLockTimeout]. Defaults to 2s.
+	LockTimeout time.Duration
+	// MaxOpenConns caps the connection pool. Defaults to 20 for PostgreSQL
+	// and 4 for SQLite, whose writers take turns on one database lock.
+	MaxOpenConns int
+	// Logger receives gorm's slow-query and error reports. Defaults to a
+	// logger that discards them.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.LockTimeout == 0 {
+		c.LockTimeout = 2 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// DB is a gorm handle together with its dialect and lock timeout.
+type DB struct {
+	Gorm        *gorm.DB
+	Dialect     Dialect
+	lockTimeout time.Duration
+}
+
+// Open connects to the database named by dsn: "sqlite:PATH" opens (and
+// creates) a SQLite file in WAL mode with IMMEDIATE write transactions;
+// "postgres://…" or "postgresql://…" opens PostgreSQL through pgx. Open
+// pings the database, so an unreachable one fails here with [ErrUnavailable].
+func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
+	cfg.setDefaults()
+	if cfg.LockTimeout < 0 || cfg.MaxOpenConns < 0 {
+		return nil, errors.New("store: LockTimeout and MaxOpenConns must not be negative")
+	}
+	gcfg := &gorm.Config{
+		Logger:                 logger.NewSlogLogger(cfg.Logger, logger.Config{SlowThreshold: time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true}),
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	}
+	var (
+		dialector gorm.Dialector
+		dialect   Dialect
+		maxConns  = cfg.MaxOpenConns
+	)
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		path := strings.TrimPrefix(dsn, "sqlite:")
+		if path == "" {
+			return nil, fmt.Errorf("%w: empty SQLite path", ErrUnknownDSN)
+		}
+		dialector = sqlite.Open(sqliteDSN(path, cfg.LockTimeout))
+		dialect = sqliteDialect{}
+		if maxConns == 0 {
+			maxConns = 4
+		}
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		dialector = postgres.Open(dsn)
+		dialect = postgresDialect{}
+		if maxConns == 0 {
+			maxConns = 20
+		}
+	default:
+		return nil, ErrUnknownDSN
+	}
+	gdb, err := gorm.Open(dialector, gcfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: open: %w", classify(dialect, err))
+	}
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB.SetMaxOpenConns(maxConns)
+	sqlDB.SetMaxIdleConns(maxConns)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("store: ping: %w", classify(dialect, err))
+	}
+	return &DB{Gorm: gdb, Dialect: dialect, lockTimeout: cfg.LockTimeout}, nil
+}
+
+// sqliteDSN builds the driver DSN: WAL journal, a busy timeout as the lock
+// timeout, foreign keys on, and BEGIN IMMEDIATE so that a write transaction
+// takes the write lock up front instead of failing on upgrade.
+func sqliteDSN(path string, lockTimeout time.Duration) string {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", lockTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// SQL returns the underlying *sql.DB (for migrations and Close).
+func (db *DB) SQL() *sql.DB {
+	sqlDB, _ := db.Gorm.DB()
+	return sqlDB
+}
+
+// Close closes the connection pool.
+func (db *DB) Close() error { return db.SQL().Close() }
+
+// Write runs fn in one write transaction with the lock timeout set, commits
+// when fn returns nil and rolls back otherwise. Errors are passed through
+// [DB.Classify]. Pass the *gorm.DB that fn receives to every transactional
+// twin (…Tx) so that its writes commit together.
+func (db *DB) Write(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := db.Dialect.SetLockTimeout(tx, db.lockTimeout); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+	return db.Classify(err)
+}
+
+// Classify wraps err with [ErrLockTimeout] or [ErrUnavailable] when the
+// dialect recognises it as one; other errors are returned unchanged.
+func (db *DB) Classify(err error) error { return classify(db.Dialect, err) }
+
+func classify(d Dialect, err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrLockTimeout) {
+		return err
+	}
+	lockTimeout, unavailable := d.classify(err)
+	switch {
+	case lockTimeout:
+		return fmt.Errorf("%w: %w", ErrLockTimeout, err)
+	case unavailable:
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}

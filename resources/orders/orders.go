@@ -1,0 +1,183 @@
+package orders
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework"
+)
+
+// Statuses of an order.
+const (
+	StatusDraft     = "draft"
+	StatusSubmitted = "submitted"
+)
+
+// EventCreated is the type of the outbox event written once per creation.
+const EventCreated = "order.created"
+
+// Item is one line of an order.
+type Item struct {
+	SKU      string `json:"sku" validate:"required,max=64"`
+	Quantity int64  `json:"quantity" validate:"min=1,max=10000"`
+	// UnitPrice is a non-negative decimal string with at most two fraction
+	// digits; it is normalized to exactly two ("10.0" → "10.00").
+	UnitPrice string `json:"unit_price" validate:"required"`
+}
+
+// Command is the body of PUT /v1/orders/{id}.
+type Command struct {
+	Customer string `json:"customer" validate:"required,max=64"`
+	Currency string `json:"currency" validate:"required,iso4217"`
+	Items    []Item `json:"items" validate:"required,min=1,max=100,dive"`
+	Note     string `json:"note,omitempty" validate:"max=500"`
+}
+
+var priceRE = regexp.MustCompile(`^[0-9]{1,10}(\.[0-9]{1,2})?$`)
+
+// Check implements [framework.Checker]: prices are decimal strings.
+func (c *Command) Check() []framework.FieldError {
+	var errs []framework.FieldError
+	for i, it := range c.Items {
+		if !priceRE.MatchString(it.UnitPrice) {
+			errs = append(errs, framework.FieldError{
+				Field:  fmt.Sprintf("items[%d].unit_price", i),
+				Reason: "a non-negative decimal string with at most 2 fraction digits",
+			})
+		}
+	}
+	return errs
+}
+
+// Normalize implements [framework.Normalizer]: "10.0", "10" and "10.00" are
+// one price, so they give one fingerprint.
+func (c *Command) Normalize() {
+	for i := range c.Items {
+		c.Items[i].UnitPrice = formatCents(cents(c.Items[i].UnitPrice))
+	}
+}
+
+// cents parses a checked price.
+func cents(price string) int64 {
+	whole, frac, _ := strings.Cut(price, ".")
+	w, _ := strconv.ParseInt(whole, 10, 64)
+	f, _ := strconv.ParseInt((frac + "00")[:2], 10, 64)
+	return w*100 + f
+}
+
+func formatCents(c int64) string { return fmt.Sprintf("%d.%02d", c/100, c%100) }
+
+// Order is the representation of an order.
+type Order struct {
+	ID        string    `json:"id"`
+	Status    string    `json:"status"`
+	Customer  string    `json:"customer"`
+	Currency  string    `json:"currency"`
+	Items     []Item    `json:"items"`
+	Note      string    `json:"note,omitempty"`
+	Total     string    `json:"total"`
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Render builds the representation of an order.
+func Render(cmd Command, m framework.Meta) any {
+	var total int64
+	for _, it := range cmd.Items {
+		total += it.Quantity * cents(it.UnitPrice)
+	}
+	return Order{ID: m.ID.String(), Status: m.Status, Customer: cmd.Customer, Currency: cmd.Currency,
+		Items: cmd.Items, Note: cmd.Note, Total: formatCents(total), Version: m.Version,
+		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+}
+
+// Event is a row of the order_events outbox.
+type Event struct {
+	Seq       int64     `gorm:"column:seq;primaryKey;autoIncrement"`
+	TenantID  string    `gorm:"column:tenant_id"`
+	OrderID   string    `gorm:"column:order_id"`
+	Type      string    `gorm:"column:type"`
+	Payload   string    `gorm:"column:payload"`
+	CreatedAt time.Time `gorm:"column:created_at"`
+}
+
+// TableName implements gorm's tabler.
+func (Event) TableName() string { return "order_events" }
+
+func onCreate(ctx context.Context, tx *gorm.DB, cmd Command, m framework.Meta) error {
+	payload, err := json.Marshal(Render(cmd, m))
+	if err != nil {
+		return err
+	}
+	return tx.WithContext(ctx).Create(&Event{TenantID: m.Tenant, OrderID: m.ID.String(), Type: EventCreated,
+		Payload: string(payload), CreatedAt: m.CreatedAt}).Error
+}
+
+func replaceGuard(m framework.Meta) error {
+	if m.Status != StatusDraft {
+		return framework.Errorf(framework.CodeResourceLocked, "the order is %s; only draft orders can be replaced", m.Status)
+	}
+	return nil
+}
+
+// Resource is the declaration of orders on the PUT engine.
+func Resource() framework.Resource[Command] {
+	return framework.Resource[Command]{
+		Name:             "orders",
+		Mode:             framework.CreateOrReplace,
+		InitialStatus:    StatusDraft,
+		RenderFunc:       Render,
+		ReplaceGuardFunc: replaceGuard,
+		OnCreateFunc:     onCreate,
+	}
+}
+
+// Orders serves the orders resource.
+type Orders struct {
+	*framework.Collection[Command]
+	engine *framework.Engine
+}
+
+// New builds the orders collection on e.
+func New(e *framework.Engine) (*Orders, error) {
+	col, err := framework.NewCollection(e, Resource())
+	if err != nil {
+		return nil, err
+	}
+	return &Orders{Collection: col, engine: e}, nil
+}
+
+// Mount registers PUT/GET/DELETE /orders/:id, GET /orders and
+// POST /orders/:id/submit (draft → submitted) on g.
+func (o *Orders) Mount(g gin.IRouter) {
+	o.Collection.Mount(g)
+	g.POST("/orders/:id/submit", o.handleSubmit)
+}
+
+func (o *Orders) handleSubmit(c *gin.Context) {
+	tenant, ok := framework.Tenant(c, o.engine.Logger())
+	if !ok {
+		return
+	}
+	id, err := framework.ResourceID(c)
+	if err != nil {
+		framework.WriteProblem(c.Writer, c.Request, o.engine.Logger(), err)
+		return
+	}
+	res, err := o.SetStatus(c.Request.Context(), tenant, id, StatusSubmitted)
+	if err != nil {
+		framework.WriteProblem(c.Writer, c.Request, o.engine.Logger(), err)
+		return
+	}
+	framework.WriteReply(c.Writer, framework.Reply{Status: http.StatusOK, Body: res.Body, ETag: res.ETag})
+}
