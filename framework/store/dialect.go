@@ -60,7 +60,7 @@ func (postgresDialect) classify(err error) (lockTimeout, unavailable bool) {
 			pgErr.Code == "40P01": // deadlock_detected
 			return true, false
 		case pgErr.Code[:2] == "08", // connection exception
-			pgErr.Code[:2] == "53",               // insufficient resources
+			pgErr.Code[:2] == "53",                                              // insufficient resources
 			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // shutdown, cannot connect now
 			return false, true
 		}
