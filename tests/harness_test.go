@@ -1,0 +1,149 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrysafe/retrysafe/cmd/demo/app"
+)
+
+// Demo tokens (app.DefaultTokens).
+const (
+	tokenAcme   = "sk_test_acme"
+	tokenGlobex = "sk_test_globex"
+)
+
+// clock is an injectable clock: tests move it instead of sleeping.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Now().UTC()} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// env is the demo API on a real database behind a real HTTP server.
+type env struct {
+	t     testing.TB
+	app   *app.App
+	srv   *httptest.Server
+	clock *clock
+}
+
+// newEnv starts the demo app on dsn; cfg may adjust the configuration.
+func newEnv(t testing.TB, dsn string, cfg ...func(*app.Config)) *env {
+	t.Helper()
+	c := newClock()
+	conf := app.Config{DSN: dsn, Now: c.Now}
+	for _, f := range cfg {
+		f(&conf)
+	}
+	a, err := app.New(context.Background(), conf)
+	if err != nil {
+		t.Fatalf("app.New: %v", err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		if err := a.Close(); err != nil {
+			t.Errorf("app.Close: %v", err)
+		}
+	})
+	return &env{t: t, app: a, srv: srv, clock: c}
+}
+
+// response is a fully read HTTP response.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a map.
+func (r response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v: %s", err, r.Body)
+	}
+	return m
+}
+
+// Code returns the problem code of an error response.
+func (r response) Code(t testing.TB) string {
+	t.Helper()
+	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type = %q, want application/problem+json (status %d, body %s)", ct, r.Status, r.Body)
+	}
+	code, _ := r.JSON(t)["code"].(string)
+	return code
+}
+
+// do sends a request; headers are name, value pairs. An empty token sends
+// no Authorization header.
+func (e *env) do(method, path, token string, body []byte, headers ...string) response {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		e.t.Fatalf("new request: %v", err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Add(headers[i], headers[i+1])
+	}
+	res, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatalf("read body: %v", err)
+	}
+	return response{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+// count returns the number of rows of table matching where.
+func (e *env) count(table, where string, args ...any) int64 {
+	e.t.Helper()
+	var n int64
+	q := e.app.DB.Gorm.Table(table)
+	if where != "" {
+		q = q.Where(where, args...)
+	}
+	if err := q.Count(&n).Error; err != nil {
+		e.t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
+
+// wantStatus stops the test when r has another status.
+func wantStatus(t testing.TB, r response, status int) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status = %d, want %d; body %s", r.Status, status, r.Body)
+	}
+}
