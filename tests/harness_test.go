@@ -7,12 +7,20 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
 )
+
+func TestMain(m *testing.M) {
+	gin.SetMode(gin.TestMode)
+	os.Exit(m.Run())
+}
 
 // Demo tokens (app.DefaultTokens).
 const (
