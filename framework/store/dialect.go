@@ -67,7 +67,7 @@ func (postgresDialect) classify(err error) (lockTimeout, unavailable bool) {
 		return false, false
 	}
 	var connectErr *pgconn.ConnectError
-	if errors.As(err, &connectErr) {
+	if errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err) {
 		return false, true
 	}
 	return false, isNetworkError(err)
