@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -181,17 +182,15 @@ func canonicalNumber(s string) (string, error) {
 	}
 	intPart, frac, _ := strings.Cut(mantissa, ".")
 	digits := strings.TrimLeft(intPart+frac, "0")
-	if len(frac) > 0 {
-		if exp < -(1<<31)+len(frac) {
-			return "", fmt.Errorf("canonical JSON: exponent out of range in %q", s)
-		}
-		exp -= len(frac)
-	}
 	trimmed := strings.TrimRight(digits, "0")
 	if trimmed == "" {
 		return "0", nil
 	}
-	exp += len(digits) - len(trimmed)
+	zeros := len(digits) - len(trimmed)
+	if exp < math.MinInt+len(frac) || exp > math.MaxInt-zeros {
+		return "", fmt.Errorf("canonical JSON: exponent out of range in %q", s)
+	}
+	exp += zeros - len(frac)
 	var b strings.Builder
 	if neg {
 		b.WriteByte('-')

@@ -131,6 +131,7 @@ var (
 	ErrRequestInProgress     = &Error{Code: CodeRequestInProgress}
 	ErrOutcomePending        = &Error{Code: CodeOutcomePending}
 	ErrResourceLocked        = &Error{Code: CodeResourceLocked}
+	ErrCurrencyMismatch      = &Error{Code: CodeCurrencyMismatch}
 	ErrResourceDeleted       = &Error{Code: CodeResourceDeleted}
 	ErrPreconditionFailed    = &Error{Code: CodePreconditionFailed}
 	ErrPayloadTooLarge       = &Error{Code: CodePayloadTooLarge}
