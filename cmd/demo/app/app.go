@@ -15,10 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/migrations"
 	"github.com/retrysafe/retrysafe/resources/orders"
+	"github.com/retrysafe/retrysafe/resources/transfers"
 )
 
 // DefaultTokens are the demo's bearer tokens when none are configured.
@@ -46,16 +48,22 @@ type Config struct {
 	// LockTimeout bounds waits for locks held by concurrent requests.
 	// Defaults to 2s.
 	LockTimeout time.Duration
+	// PostKeys configures the POST fallback (leases, waits, worker
+	// intervals, test fail points). Defaults to [postkeys.Config]'s.
+	PostKeys postkeys.Config
 }
 
 // App is the demo service.
 type App struct {
-	DB       *store.DB
-	Engine   *framework.Engine
-	Orders   *orders.Orders
-	Registry *prometheus.Registry
-	router   *gin.Engine
-	logger   *slog.Logger
+	DB     *store.DB
+	Engine *framework.Engine
+	Orders *orders.Orders
+	// PostKeys is the POST fallback; Start runs its workers.
+	PostKeys  *postkeys.Adapter
+	Transfers *transfers.Transfers
+	Registry  *prometheus.Registry
+	router    *gin.Engine
+	logger    *slog.Logger
 }
 
 // New opens the database, applies migrations and builds the router.
@@ -105,6 +113,14 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	keys, err := postkeys.New(engine, cfg.PostKeys)
+	if err != nil {
+		return nil, err
+	}
+	trf, err := transfers.New(engine, keys)
+	if err != nil {
+		return nil, err
+	}
 
 	router := gin.New()
 	router.HandleMethodNotAllowed = true
@@ -123,8 +139,9 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err := ord.MountLegacyPOST(v1, framework.LegacyConfig{DeprecatedSince: LegacyOrdersDeprecatedSince}); err != nil {
 		return nil, err
 	}
+	trf.Mount(v1)
 
-	return &App{DB: db, Engine: engine, Orders: ord, Registry: registry, router: router, logger: cfg.Logger}, nil
+	return &App{DB: db, Engine: engine, Orders: ord, PostKeys: keys, Transfers: trf, Registry: registry, router: router, logger: cfg.Logger}, nil
 }
 
 // Handler returns the HTTP handler of the API.
@@ -132,8 +149,10 @@ func (a *App) Handler() http.Handler { return a.router }
 
 // Close stops background work and closes the database.
 func (a *App) Close() error {
+	a.PostKeys.Stop()
 	return a.DB.Close()
 }
 
-// Start starts the background workers (none yet for orders); Close stops them.
-func (a *App) Start(ctx context.Context) error { return nil }
+// Start starts the background workers (the POST fallback's recovery worker
+// and janitor); Close stops them.
+func (a *App) Start(ctx context.Context) error { return a.PostKeys.Start(ctx) }

@@ -1,0 +1,184 @@
+package postkeys
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
+)
+
+// Adapter is the POST Idempotency-Key fallback on one [framework.Engine]:
+// the registry of operations, their record store, and the recovery worker
+// and janitor. Build it with [New], add operations with [Register], and run
+// the workers with [Adapter.Start] / [Adapter.Stop].
+type Adapter struct {
+	engine  *framework.Engine
+	db      *store.DB
+	cfg     Config
+	logger  *slog.Logger
+	records recordStore
+	stored  map[string]bool
+
+	oldestInProgress prometheus.Gauge
+	unknownRecords   prometheus.Gauge
+
+	mu  sync.RWMutex
+	ops map[string]*operation
+
+	workerMu sync.Mutex
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// New builds an adapter on e and registers its gauges on
+// e.Metrics().Registerer.
+func New(e *framework.Engine, cfg Config) (*Adapter, error) {
+	if e == nil {
+		return nil, errors.New("postkeys: New needs an engine")
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	a := &Adapter{engine: e, db: e.DB(), cfg: cfg, logger: e.Logger(), ops: map[string]*operation{},
+		stored: map[string]bool{}}
+	for _, h := range cfg.StoredHeaders {
+		a.stored[h] = true
+	}
+	if a.oldestInProgress, err = registerGauge(e.Metrics().Registerer, prometheus.GaugeOpts{
+		Namespace: "retrysafe", Subsystem: "postkeys", Name: "oldest_in_progress_age_seconds",
+		Help: "Age of the oldest in_progress idempotency record, as of the last recovery run.",
+	}); err != nil {
+		return nil, err
+	}
+	if a.unknownRecords, err = registerGauge(e.Metrics().Registerer, prometheus.GaugeOpts{
+		Namespace: "retrysafe", Subsystem: "postkeys", Name: "unknown_records",
+		Help: "Idempotency records whose outcome is unknown, as of the last recovery run.",
+	}); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func registerGauge(reg prometheus.Registerer, opts prometheus.GaugeOpts) (prometheus.Gauge, error) {
+	g := prometheus.NewGauge(opts)
+	if reg == nil {
+		return g, nil
+	}
+	if err := reg.Register(g); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			if existing, ok := already.ExistingCollector.(prometheus.Gauge); ok {
+				return existing, nil
+			}
+		}
+		return nil, err
+	}
+	return g, nil
+}
+
+func (a *Adapter) add(op *operation) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, dup := a.ops[op.name]; dup {
+		return fmt.Errorf("postkeys: operation %q is registered twice", op.name)
+	}
+	a.ops[op.name] = op
+	return nil
+}
+
+func (a *Adapter) operation(name string) *operation {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.ops[name]
+}
+
+// Lookup returns the live record of (tenant, operation, key); found is
+// false when there is none or it has expired.
+func (a *Adapter) Lookup(ctx context.Context, tenant, operation, key string) (rec Record, found bool, err error) {
+	rec, found, err = a.records.get(a.db.Gorm.WithContext(ctx), recordID{tenant, operation, key})
+	if err != nil {
+		return Record{}, false, a.db.Classify(err)
+	}
+	if found && a.expired(rec, a.engine.Now()) {
+		return Record{}, false, nil
+	}
+	return rec, found, nil
+}
+
+// expired reports whether a record is past expires_at and so absent. Only
+// completed records expire; unfinished ones wait for their outcome.
+func (a *Adapter) expired(rec Record, now time.Time) bool {
+	return rec.State == StateCompleted && !now.Before(rec.ExpiresAt)
+}
+
+// storable turns an operation's response into what the record keeps: the
+// allow-listed headers and the body, or only the reference when the body is
+// over the cap.
+func (a *Adapter) storable(op *operation, resp Response, errorCode string) (storedResponse, error) {
+	if resp.Status < 100 || resp.Status > 599 {
+		return storedResponse{}, fmt.Errorf("postkeys: operation %q answered status %d", op.name, resp.Status)
+	}
+	header := http.Header{}
+	for k, v := range resp.Header {
+		if a.stored[http.CanonicalHeaderKey(k)] {
+			header[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
+		}
+	}
+	if header.Get("Content-Type") == "" && len(resp.Body) > 0 {
+		header.Set("Content-Type", "application/json; charset=utf-8")
+	}
+	out := storedResponse{status: resp.Status, header: header, body: resp.Body, ref: resp.ResourceRef, errorCode: errorCode}
+	if len(resp.Body) > a.cfg.MaxStoredBody {
+		if op.render == nil || resp.ResourceRef == "" {
+			return storedResponse{}, fmt.Errorf("postkeys: operation %q answered %d bytes, over the %d stored, without a RenderFunc and a ResourceRef",
+				op.name, len(resp.Body), a.cfg.MaxStoredBody)
+		}
+		out.truncated = true
+	}
+	return out, nil
+}
+
+// rejection renders a business rejection exactly as framework.RenderProblem
+// does: these bytes are stored and replayed.
+func (a *Adapter) rejection(err error) storedResponse {
+	status, h, body := framework.RenderProblem(err)
+	header := http.Header{}
+	for k, v := range h {
+		if a.stored[k] {
+			header[k] = v
+		}
+	}
+	return storedResponse{status: status, header: header, body: body, errorCode: string(framework.ErrorFor(err).Code)}
+}
+
+// logTransition writes the one structured event of a state transition.
+func (a *Adapter) logTransition(ctx context.Context, at *attempt, event string, state State, status int, replayed bool, extra ...slog.Attr) {
+	fp := at.fingerprint
+	if _, sum, ok := strings.Cut(fp, ":"); ok && len(sum) >= 12 {
+		fp = sum[:12]
+	}
+	attrs := append([]slog.Attr{
+		slog.String("tenant", at.id.tenant),
+		slog.String("operation", at.id.operation),
+		slog.String("key_sha256", framework.KeyHash(at.id.key)),
+		slog.String("fingerprint", fp),
+		slog.String("event", event),
+		slog.String("state", string(state)),
+		slog.Int64("attempt", at.number),
+		slog.String("recovery_point", at.point),
+		slog.Bool("replayed", replayed),
+		slog.Int("status", status),
+		slog.Duration("duration", time.Since(at.start)),
+	}, extra...)
+	a.logger.LogAttrs(ctx, slog.LevelInfo, "idempotency record "+event, attrs...)
+}

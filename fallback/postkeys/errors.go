@@ -1,0 +1,23 @@
+package postkeys
+
+import "errors"
+
+var (
+	// ErrFenced is returned by [Run.Phase] and [Run.Renew] when the attempt
+	// no longer owns its record: its lease expired and a newer attempt took
+	// the record over (or it was completed). Nothing the failed phase wrote
+	// was committed. A RunFunc or ReconcileFunc that gets it must stop and
+	// return it; the adapter then answers with the newer attempt's outcome.
+	ErrFenced = errors.New("postkeys: the attempt was fenced off by a newer attempt")
+
+	// ErrAbandoned is returned (wrapped) by [Run.FailPoint] and the adapter's
+	// own fail points when [Config.FailPointFunc] fails one. The attempt stops
+	// as a crashed process would: its record is left exactly as it is (in
+	// progress, lease running) for a retry or the recovery worker to find,
+	// and the client gets a 500. Only tests set FailPointFunc.
+	ErrAbandoned = errors.New("postkeys: the attempt was abandoned at a fail point")
+
+	// ErrRunning is returned by [Adapter.Start] when the workers are already
+	// running.
+	ErrRunning = errors.New("postkeys: the workers are already running")
+)

@@ -1,0 +1,239 @@
+package postkeys
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework"
+)
+
+// Mode says how an operation's work relates to its idempotency record.
+type Mode int
+
+const (
+	// Local operations touch only this database: the claim, the business
+	// writes of [Operation.ExecuteFunc] and the completion commit in one
+	// transaction. A concurrent duplicate waits on the record's unique key
+	// and replays the winner's response. No crash window exists.
+	Local Mode = iota
+	// Phased operations call something outside this database (a payment
+	// provider). [Operation.RunFunc] commits its work in atomic phases
+	// ([Run.Phase]), each recording a recovery point; the attempt holds a
+	// lease, is fenced by its attempt number, and is resumed after a crash
+	// by a retry or by the recovery worker.
+	Phased
+)
+
+// KeyPolicy says whether an operation requires an idempotency key.
+type KeyPolicy int
+
+const (
+	// KeyRequired answers 400 idempotency_key_missing to a request without
+	// a key.
+	KeyRequired KeyPolicy = iota
+	// KeyOptional executes a request without a key as is, with nothing
+	// stored: a retry of it executes again.
+	KeyOptional
+)
+
+// PointStarted is the recovery point of a freshly claimed record: nothing
+// has been committed yet, so an attempt that fails or crashes there has had
+// no side effect and its key is released.
+const PointStarted = "started"
+
+// Request is what a local operation executes: the authenticated tenant, the
+// validated command and the request's context.
+type Request[Cmd any] struct {
+	Tenant string
+	// Key is the idempotency key, "" when the operation's key is optional
+	// and the request had none.
+	Key     string
+	Command Cmd
+	// PathParams are the route's path parameters.
+	PathParams map[string]string
+	Header     http.Header
+	// Now is the engine's clock when the record was claimed: use it for
+	// timestamps so that the stored response and the rows agree.
+	Now time.Time
+}
+
+// Response is what an operation answers. It is stored (status, the headers
+// of [Config.StoredHeaders], body) and replayed byte for byte.
+type Response struct {
+	Status int
+	// Header holds response headers; only those of Config.StoredHeaders are
+	// sent and stored. Content-Type defaults to JSON.
+	Header http.Header
+	// Body is sent as is.
+	Body []byte
+	// ResourceRef names the resource the response describes (a transfer
+	// ID): RenderFunc re-renders the body from it when the body is over
+	// Config.MaxStoredBody, and RunFunc and ReconcileFunc find it again
+	// through [Run.ResourceRef].
+	ResourceRef string
+}
+
+// JSON returns a Response with v marshalled as its body.
+func JSON(status int, v any, ref string) (Response, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return Response{}, err
+	}
+	return Response{Status: status, Body: body, ResourceRef: ref}, nil
+}
+
+// Operation declares one POST operation over its command type Cmd, the
+// typed request body with validate tags (and optionally
+// [framework.Defaulter], [framework.Checker], [framework.Normalizer]).
+type Operation[Cmd any] struct {
+	// Name is the operation's name in fingerprints, records, metrics and
+	// logs ("transfers.create"). It must be unique per adapter. Required.
+	Name string
+	// Mode is [Local] or [Phased]. Defaults to Local.
+	Mode Mode
+	// KeyPolicy is [KeyRequired] or [KeyOptional]. Defaults to KeyRequired.
+	KeyPolicy KeyPolicy
+	// SemanticHeaders names request headers that change the meaning of a
+	// command (an API version); their values join the fingerprint.
+	SemanticHeaders []string
+	// Volatile lists dotted JSON paths of command fields left out of the
+	// fingerprint.
+	Volatile []string
+	// RejectionCodes lists the problem codes of deterministic business
+	// rejections (card_declined, currency_mismatch): an error with one of
+	// them is stored as the record's outcome and replayed byte for byte.
+	// Local mode rolls back the business writes of a rejected request. Any
+	// other error is not stored. Defaults to none.
+	RejectionCodes []framework.Code
+	// ExecuteFunc runs a Local operation inside the claim's transaction tx;
+	// its writes commit together with the record. Required for Local.
+	ExecuteFunc func(ctx context.Context, tx *gorm.DB, req Request[Cmd]) (Response, error)
+	// RunFunc runs, or resumes from [Run.RecoveryPoint], a Phased operation.
+	// Every local write goes through [Run.Phase]; every external call
+	// carries a [Run.DownstreamKey] and is made after the first phase, so
+	// that an attempt that dies before any phase committed has had no side
+	// effect. Required for Phased.
+	RunFunc func(ctx context.Context, run *Run[Cmd]) (Response, error)
+	// ReconcileFunc settles a Phased record whose outcome is not known: an
+	// attempt that failed after a side effect (state unknown) or one whose
+	// lease ran out past its first recovery point. It runs without the
+	// command when the recovery worker calls it ([Run.Command] reports
+	// false) and must rebuild what it needs from the business rows
+	// ([Run.ResourceRef]) and the provider (by [Run.DownstreamKey]). It
+	// returns the response to store, a rejection, or an error, which leaves
+	// the record unknown for a later try. Required for Phased.
+	ReconcileFunc func(ctx context.Context, run *Run[Cmd]) (Response, error)
+	// RenderFunc re-renders the body of a stored response that was over
+	// Config.MaxStoredBody from the record (its ResourceRef). Defaults to
+	// nil, and then a response over the cap is an internal error.
+	RenderFunc func(ctx context.Context, db *gorm.DB, rec Record) ([]byte, error)
+}
+
+// operation is the untyped form the adapter works with.
+type operation struct {
+	name       string
+	mode       Mode
+	keyPolicy  KeyPolicy
+	semantic   []string
+	volatile   []string
+	rejections map[framework.Code]bool
+	bind       func(body []byte) (any, error)
+	execute    func(ctx context.Context, tx *gorm.DB, at *attempt) (Response, error)
+	run        func(ctx context.Context, at *attempt) (Response, error)
+	reconcile  func(ctx context.Context, at *attempt) (Response, error)
+	render     func(ctx context.Context, db *gorm.DB, rec Record) ([]byte, error)
+}
+
+func (op *operation) isRejection(err error) bool {
+	e, ok := framework.AsError(err)
+	return ok && op.rejections[e.Code]
+}
+
+// Endpoint serves one registered operation.
+type Endpoint[Cmd any] struct {
+	a  *Adapter
+	op *operation
+}
+
+// Name returns the operation's name.
+func (e *Endpoint[Cmd]) Name() string { return e.op.name }
+
+// Handle is the gin handler of the operation. Mount it on a group that
+// runs [framework.RequireAuth]: g.POST("/transfers", ep.Handle).
+func (e *Endpoint[Cmd]) Handle(c *gin.Context) { e.a.serve(c, e.op) }
+
+// Register validates op and adds it to the adapter: its handler serves
+// requests and the recovery worker knows its records. Bad declarations fail
+// here, never while serving.
+func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
+	if a == nil {
+		return nil, errors.New("postkeys: Register needs an adapter")
+	}
+	if op.Name == "" || strings.ContainsAny(op.Name, " \t\n") {
+		return nil, fmt.Errorf("postkeys: operation name %q is empty or has blanks", op.Name)
+	}
+	if op.KeyPolicy != KeyRequired && op.KeyPolicy != KeyOptional {
+		return nil, fmt.Errorf("postkeys: operation %q has an unknown key policy", op.Name)
+	}
+	switch op.Mode {
+	case Local:
+		if op.ExecuteFunc == nil {
+			return nil, fmt.Errorf("postkeys: local operation %q needs an ExecuteFunc", op.Name)
+		}
+		if op.RunFunc != nil || op.ReconcileFunc != nil {
+			return nil, fmt.Errorf("postkeys: local operation %q must not set RunFunc or ReconcileFunc", op.Name)
+		}
+	case Phased:
+		if op.RunFunc == nil || op.ReconcileFunc == nil {
+			return nil, fmt.Errorf("postkeys: phased operation %q needs a RunFunc and a ReconcileFunc", op.Name)
+		}
+		if op.ExecuteFunc != nil {
+			return nil, fmt.Errorf("postkeys: phased operation %q must not set ExecuteFunc", op.Name)
+		}
+	default:
+		return nil, fmt.Errorf("postkeys: operation %q has an unknown mode", op.Name)
+	}
+	rejections := map[framework.Code]bool{}
+	for _, code := range op.RejectionCodes {
+		switch status := code.Status(); {
+		case status < 400 || status >= 500,
+			status == http.StatusBadRequest, status == http.StatusUnauthorized,
+			status == http.StatusForbidden, status == http.StatusTooManyRequests,
+			code == framework.CodeRequestInProgress, code == framework.CodeOutcomePending,
+			code == framework.CodeIdempotencyKeyReuse:
+			return nil, fmt.Errorf("postkeys: operation %q: %q is not a storable business rejection", op.Name, code)
+		}
+		rejections[code] = true
+	}
+	in := &operation{
+		name: op.Name, mode: op.Mode, keyPolicy: op.KeyPolicy,
+		semantic: append([]string(nil), op.SemanticHeaders...), volatile: append([]string(nil), op.Volatile...),
+		rejections: rejections, render: op.RenderFunc,
+		bind: func(body []byte) (any, error) { return framework.Bind[Cmd](a.engine.Binder(), body) },
+	}
+	if fn := op.ExecuteFunc; fn != nil {
+		in.execute = func(ctx context.Context, tx *gorm.DB, at *attempt) (Response, error) {
+			cmd, _ := at.cmd.(Cmd)
+			return fn(ctx, tx, Request[Cmd]{Tenant: at.id.tenant, Key: at.id.key, Command: cmd,
+				PathParams: at.pathParams, Header: at.header, Now: at.claimedAt})
+		}
+	}
+	if fn := op.RunFunc; fn != nil {
+		in.run = func(ctx context.Context, at *attempt) (Response, error) { return fn(ctx, newRun[Cmd](at)) }
+	}
+	if fn := op.ReconcileFunc; fn != nil {
+		in.reconcile = func(ctx context.Context, at *attempt) (Response, error) { return fn(ctx, newRun[Cmd](at)) }
+	}
+	if err := a.add(in); err != nil {
+		return nil, err
+	}
+	return &Endpoint[Cmd]{a: a, op: in}, nil
+}

@@ -1,0 +1,197 @@
+package postkeys
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// recordID is the primary key of a record.
+type recordID struct{ tenant, operation, key string }
+
+// attempt is one execution of an operation under one attempt number: the
+// request's, a retry's that took the record over, or the recovery worker's.
+type attempt struct {
+	a  *Adapter
+	op *operation
+	id recordID
+	// fingerprint is the stored form ("v1:…").
+	fingerprint string
+	// number is the attempt number that fences every write; 0 when the
+	// request had no key and nothing is recorded.
+	number   int64
+	recorded bool
+	// seed stands for the key in downstream keys: the key, or a random
+	// value when the request had none (every such request is new).
+	seed       string
+	point      string
+	ref        string
+	cmd        any
+	hasCmd     bool
+	header     http.Header
+	pathParams map[string]string
+	claimedAt  time.Time
+	start      time.Time
+}
+
+// failPoint calls Config.FailPointFunc at point.
+func (at *attempt) failPoint(ctx context.Context, point string) error {
+	fn := at.a.cfg.FailPointFunc
+	if fn == nil {
+		return nil
+	}
+	if err := fn(ctx, at.op.name, point); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrAbandoned, point, err)
+	}
+	return nil
+}
+
+func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB) (string, error)) error {
+	if point == "" || point == PointStarted {
+		return fmt.Errorf("postkeys: %q is not a recovery point a phase can reach", point)
+	}
+	now := at.a.engine.Now()
+	var ref string
+	err := at.a.db.Write(ctx, func(tx *gorm.DB) error {
+		if fn != nil {
+			var err error
+			if ref, err = fn(tx); err != nil {
+				return err
+			}
+		}
+		if !at.recorded {
+			return nil
+		}
+		// The record's update comes last: a zombie attempt's business
+		// writes roll back with it when the attempt number no longer
+		// matches.
+		ok, err := at.a.records.advance(tx, at.id, at.number, point, ref, now.Add(at.a.cfg.LeaseDuration), now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrFenced
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrFenced) {
+			at.a.logTransition(ctx, at, "fenced", StateInProgress, 0, false)
+		}
+		return err
+	}
+	at.point = point
+	if ref != "" {
+		at.ref = ref
+	}
+	at.a.logTransition(ctx, at, "phase", StateInProgress, 0, false)
+	return at.failPoint(ctx, FailPointAfterPhase+point)
+}
+
+func (at *attempt) renew(ctx context.Context) error {
+	if !at.recorded {
+		return nil
+	}
+	now := at.a.engine.Now()
+	ok, err := at.a.records.renew(at.a.db.Gorm.WithContext(ctx), at.id, at.number, now.Add(at.a.cfg.LeaseDuration), now)
+	if err != nil {
+		return at.a.db.Classify(err)
+	}
+	if !ok {
+		return ErrFenced
+	}
+	return nil
+}
+
+// DownstreamKey derives the idempotency key of one step's call to another
+// system from (tenant, operation, key, step): every attempt of one record
+// sends the same key for the same step, so a resumed attempt asks again
+// without doing the work twice. The result is 64 hex digits.
+func DownstreamKey(tenant, operation, key, step string) string {
+	h := sha256.New()
+	h.Write([]byte("retrysafe/postkeys/downstream/v1"))
+	for _, part := range []string{tenant, operation, key, step} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write([]byte(part))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Run is one attempt of a [Phased] operation, handed to its RunFunc and
+// ReconcileFunc.
+type Run[Cmd any] struct {
+	at  *attempt
+	cmd Cmd
+}
+
+func newRun[Cmd any](at *attempt) *Run[Cmd] {
+	r := &Run[Cmd]{at: at}
+	if at.hasCmd {
+		r.cmd, _ = at.cmd.(Cmd)
+	}
+	return r
+}
+
+// Command returns the validated command, and false when the attempt has
+// none: the recovery worker runs ReconcileFunc without a request.
+func (r *Run[Cmd]) Command() (Cmd, bool) { return r.cmd, r.at.hasCmd }
+
+// Tenant returns the tenant the record belongs to.
+func (r *Run[Cmd]) Tenant() string { return r.at.id.tenant }
+
+// Key returns the idempotency key ("" when the key was optional and absent).
+func (r *Run[Cmd]) Key() string { return r.at.id.key }
+
+// Operation returns the operation's name.
+func (r *Run[Cmd]) Operation() string { return r.at.id.operation }
+
+// Attempt returns the attempt number that fences this attempt's writes.
+func (r *Run[Cmd]) Attempt() int64 { return r.at.number }
+
+// RecoveryPoint returns the last committed recovery point: [PointStarted]
+// for a fresh record, the point of the last [Run.Phase] otherwise. A
+// resumed attempt continues from it.
+func (r *Run[Cmd]) RecoveryPoint() string { return r.at.point }
+
+// ResourceRef returns the resource reference recorded by the last phase
+// that set one ("" if none did).
+func (r *Run[Cmd]) ResourceRef() string { return r.at.ref }
+
+// Now returns the engine's clock.
+func (r *Run[Cmd]) Now() time.Time { return r.at.a.engine.Now() }
+
+// Phase commits one atomic phase: fn's writes on tx and the new recovery
+// point (and, when fn returns a non-empty ref, the resource reference) in
+// one transaction, which also renews the lease. The record's update applies
+// only while this attempt still owns the record; otherwise the whole phase
+// rolls back and Phase returns [ErrFenced]. fn may be nil.
+func (r *Run[Cmd]) Phase(ctx context.Context, point string, fn func(tx *gorm.DB) (ref string, err error)) error {
+	return r.at.phase(ctx, point, fn)
+}
+
+// Renew extends the lease before a long step (a slow provider call). It
+// returns [ErrFenced] when the attempt no longer owns the record.
+func (r *Run[Cmd]) Renew(ctx context.Context) error { return r.at.renew(ctx) }
+
+// DownstreamKey returns the key to send with step's call to another system:
+// [DownstreamKey] of this record, so that every attempt sends the same one.
+func (r *Run[Cmd]) DownstreamKey(step string) string {
+	return DownstreamKey(r.at.id.tenant, r.at.id.operation, r.at.seed, step)
+}
+
+// FailPoint names a point where tests may simulate a crash (for example
+// between a provider's answer and the phase that records it). It returns
+// nil unless [Config.FailPointFunc] fails it; then it returns an error
+// wrapping [ErrAbandoned], which the caller must return as it is.
+func (r *Run[Cmd]) FailPoint(ctx context.Context, name string) error {
+	return r.at.failPoint(ctx, name)
+}

@@ -1,0 +1,455 @@
+package postkeys
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework"
+)
+
+// outcome is what a request is answered with.
+type outcome struct {
+	resp storedResponse
+	// body is the body to send: the stored one, or the full or re-rendered
+	// one when the stored body was over the cap.
+	body     []byte
+	replayed bool
+	metric   string
+}
+
+// maxDecisions bounds the claim / look / take-over loop of one request; every
+// turn of it follows a change of the record made by someone else.
+const maxDecisions = 64
+
+func errKeyReuse() error {
+	return framework.Errorf(framework.CodeIdempotencyKeyReuse, "this idempotency key was used with a different request")
+}
+
+func errInProgress() error {
+	return framework.Errorf(framework.CodeRequestInProgress, "a request with this idempotency key is being executed; retry shortly with the same key")
+}
+
+func (a *Adapter) fail(c *gin.Context, op *operation, err error) {
+	a.engine.Metrics().Requests.WithLabelValues("post", op.name, framework.OutcomeOf(err)).Inc()
+	framework.WriteProblem(c.Writer, c.Request, a.logger, err)
+}
+
+// serve is the whole HTTP flow of an operation: key, bind, fingerprint,
+// then the record, then the reply. Authentication ran before (RequireAuth).
+func (a *Adapter) serve(c *gin.Context, op *operation) {
+	start := time.Now()
+	tenant, ok := framework.Tenant(c, a.logger)
+	if !ok {
+		return
+	}
+	key, present, err := framework.IdempotencyKey(c.Request.Header)
+	if err == nil && !present && op.keyPolicy == KeyRequired {
+		err = framework.Errorf(framework.CodeIdempotencyKeyMissing, "this operation requires an Idempotency-Key header")
+	}
+	if err != nil {
+		a.fail(c, op, err)
+		return
+	}
+	if present {
+		c.Writer.Header().Set(framework.HeaderIdempotencyKey, key)
+	}
+	body, err := a.engine.Binder().ReadBody(c.Request)
+	if err != nil {
+		a.fail(c, op, err)
+		return
+	}
+	cmd, err := op.bind(body)
+	if err != nil {
+		a.fail(c, op, err)
+		return
+	}
+	params := make(map[string]string, len(c.Params))
+	for _, p := range c.Params {
+		params[p.Key] = p.Value
+	}
+	var headers map[string]string
+	for _, name := range op.semantic {
+		if v := c.Request.Header.Get(name); v != "" {
+			if headers == nil {
+				headers = map[string]string{}
+			}
+			headers[http.CanonicalHeaderKey(name)] = v
+		}
+	}
+	fp, err := framework.ComputeFingerprint(framework.FingerprintInput{Tenant: tenant, Operation: op.name,
+		PathParams: params, Headers: headers, Command: cmd, Volatile: op.volatile})
+	if err != nil {
+		a.fail(c, op, err)
+		return
+	}
+	at := &attempt{a: a, op: op, id: recordID{tenant, op.name, key}, fingerprint: fp.String(),
+		recorded: present, seed: key, cmd: cmd, hasCmd: true, header: c.Request.Header,
+		pathParams: params, point: PointStarted, start: start}
+	ctx := c.Request.Context()
+	var out outcome
+	switch {
+	case !present:
+		at.seed = uuid.NewString()
+		out, err = a.serveUnrecorded(ctx, op, at)
+	case op.mode == Local:
+		out, err = a.serveLocal(ctx, op, at, fp.Version)
+	default:
+		out, err = a.servePhased(ctx, op, at, fp.Version)
+	}
+	if err != nil {
+		a.fail(c, op, err)
+		return
+	}
+	a.engine.Metrics().Requests.WithLabelValues("post", op.name, out.metric).Inc()
+	framework.WriteReply(c.Writer, framework.Reply{Status: out.resp.status, Body: out.body,
+		Header: out.resp.header, Replayed: out.replayed, Key: key})
+}
+
+// serveUnrecorded executes a request without a key (the key is optional):
+// nothing is stored, nothing is replayed.
+func (a *Adapter) serveUnrecorded(ctx context.Context, op *operation, at *attempt) (outcome, error) {
+	at.claimedAt = a.engine.Now()
+	if op.mode == Phased {
+		resp, err := op.run(context.WithoutCancel(ctx), at)
+		return a.finish(context.WithoutCancel(ctx), op, at, resp, err, false)
+	}
+	var resp Response
+	err := a.db.Write(ctx, func(tx *gorm.DB) error {
+		var err error
+		resp, err = op.execute(ctx, tx.WithContext(ctx), at)
+		return err
+	})
+	if err != nil {
+		return outcome{}, err
+	}
+	stored, err := a.storable(op, resp, "")
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}, nil
+}
+
+// serveLocal runs a Local operation: claim, business writes and completion
+// in one transaction. A concurrent duplicate waits on the record's key
+// inside its claim statement until the winner commits (bounded by the lock
+// timeout, which becomes 409 request_in_progress), then replays.
+func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
+	const savepoint = "postkeys_execute"
+	var (
+		out      outcome
+		executed bool
+	)
+	err := a.db.Write(ctx, func(tx *gorm.DB) error {
+		tx = tx.WithContext(ctx)
+		now := a.engine.Now()
+		number, claimed, err := a.records.claim(tx, at.id, at.fingerprint, version, now,
+			now.Add(a.cfg.LeaseDuration), a.engine.Retention().ReplayExpiry(now))
+		if err != nil {
+			return err
+		}
+		if !claimed {
+			rec, found, err := a.records.get(tx, at.id)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return errors.New("postkeys: the conflicting record vanished inside the claim's transaction")
+			}
+			out, err = a.answerExisting(ctx, tx, op, at, rec)
+			return err
+		}
+		at.number, at.claimedAt = number, now
+		if len(op.rejections) > 0 {
+			if err := tx.SavePoint(savepoint).Error; err != nil {
+				return err
+			}
+		}
+		resp, err := op.execute(ctx, tx, at)
+		var stored storedResponse
+		switch {
+		case err == nil:
+			if stored, err = a.storable(op, resp, ""); err != nil {
+				return err
+			}
+			out = outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}
+		case op.isRejection(err):
+			// The rejection binds the key; the writes before it do not happen.
+			if err := tx.RollbackTo(savepoint).Error; err != nil {
+				return err
+			}
+			stored = a.rejection(err)
+			out = outcome{resp: stored, body: stored.body, metric: framework.OutcomeRejected}
+		default:
+			return err
+		}
+		if stored.truncated {
+			stored.body = nil
+		}
+		done := a.engine.Now()
+		ok, err := a.records.complete(tx, at.id, number, stored, done, a.engine.Retention().ReplayExpiry(done))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New("postkeys: the record lost its claim inside the claim's transaction")
+		}
+		executed = true
+		return nil
+	})
+	if err != nil {
+		return outcome{}, err
+	}
+	if executed {
+		a.logTransition(ctx, at, "claimed", StateInProgress, 0, false)
+		a.logTransition(ctx, at, "completed", StateCompleted, out.resp.status, false)
+	}
+	return out, nil
+}
+
+// answerExisting answers from a live record this request did not claim:
+// 422 for a different request, the stored response for a completed one,
+// 409 for an unfinished one.
+func (a *Adapter) answerExisting(ctx context.Context, db *gorm.DB, op *operation, at *attempt, rec Record) (outcome, error) {
+	if rec.Fingerprint != at.fingerprint {
+		return outcome{}, errKeyReuse()
+	}
+	switch rec.State {
+	case StateCompleted:
+		return a.replay(ctx, db, op, at, rec)
+	case StateUnknown:
+		return outcome{}, framework.Errorf(framework.CodeOutcomePending, "the outcome of an earlier attempt with this key is being reconciled; retry later with the same key")
+	}
+	return outcome{}, errInProgress()
+}
+
+// replay answers with a completed record's stored response.
+func (a *Adapter) replay(ctx context.Context, db *gorm.DB, op *operation, at *attempt, rec Record) (outcome, error) {
+	body := rec.ResponseBody
+	if rec.Truncated {
+		if op.render == nil {
+			return outcome{}, errors.New("postkeys: a truncated response cannot be replayed without a RenderFunc")
+		}
+		var err error
+		if body, err = op.render(ctx, db, rec); err != nil {
+			return outcome{}, err
+		}
+	}
+	at.number, at.point, at.ref = rec.Attempt, rec.RecoveryPoint, rec.ResourceRef
+	a.logTransition(ctx, at, "replayed", StateCompleted, rec.ResponseStatus, true)
+	return outcome{resp: storedResponse{status: rec.ResponseStatus, header: rec.ResponseHeader},
+		body: body, replayed: true, metric: framework.OutcomeReplayed}, nil
+}
+
+// servePhased runs a Phased operation: claim (its own commit), or find the
+// record and replay it, wait for it, take it over (expired lease: resume
+// from the recovery point; unknown: reconcile), or answer 409.
+func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
+	// The attempt finishes what it started even if the client goes away:
+	// a retry then finds the outcome stored.
+	ctx = context.WithoutCancel(ctx)
+	waitUntil := time.Now().Add(a.cfg.InProgressWait)
+	claim := true
+	for range maxDecisions {
+		if claim {
+			now := a.engine.Now()
+			var (
+				number  int64
+				claimed bool
+			)
+			err := a.db.Write(ctx, func(tx *gorm.DB) error {
+				var err error
+				number, claimed, err = a.records.claim(tx, at.id, at.fingerprint, version, now,
+					now.Add(a.cfg.LeaseDuration), a.engine.Retention().ReplayExpiry(now))
+				return err
+			})
+			if err != nil {
+				return outcome{}, err
+			}
+			if claimed {
+				at.number, at.claimedAt, at.point, at.ref = number, now, PointStarted, ""
+				a.logTransition(ctx, at, "claimed", StateInProgress, 0, false)
+				resp, err := op.run(ctx, at)
+				return a.finish(ctx, op, at, resp, err, false)
+			}
+		}
+		rec, found, err := a.records.get(a.db.Gorm.WithContext(ctx), at.id)
+		if err != nil {
+			return outcome{}, a.db.Classify(err)
+		}
+		now := a.engine.Now()
+		if !found || a.expired(rec, now) {
+			claim = true
+			continue
+		}
+		claim = false
+		if rec.Fingerprint != at.fingerprint {
+			return outcome{}, errKeyReuse()
+		}
+		switch {
+		case rec.State == StateCompleted:
+			return a.replay(ctx, a.db.Gorm.WithContext(ctx), op, at, rec)
+		case rec.State == StateUnknown:
+			ok, err := a.takeover(ctx, at, rec, now)
+			if err != nil {
+				return outcome{}, err
+			}
+			if ok {
+				resp, err := op.reconcile(ctx, at)
+				return a.finish(ctx, op, at, resp, err, true)
+			}
+		case !now.Before(rec.LockedUntil):
+			ok, err := a.takeover(ctx, at, rec, now)
+			if err != nil {
+				return outcome{}, err
+			}
+			if ok {
+				resp, err := op.run(ctx, at)
+				return a.finish(ctx, op, at, resp, err, false)
+			}
+		default:
+			wait := time.Until(waitUntil)
+			if wait <= 0 {
+				return outcome{}, errInProgress()
+			}
+			timer := time.NewTimer(min(wait, a.cfg.PollInterval))
+			<-timer.C
+		}
+	}
+	return outcome{}, errInProgress()
+}
+
+// takeover moves rec to this attempt under the next attempt number; false
+// when another attempt was faster.
+func (a *Adapter) takeover(ctx context.Context, at *attempt, rec Record, now time.Time) (bool, error) {
+	var ok bool
+	err := a.db.Write(ctx, func(tx *gorm.DB) error {
+		var err error
+		ok, err = a.records.takeover(tx, at.id, rec.Attempt, rec.State, now.Add(a.cfg.LeaseDuration), now)
+		return err
+	})
+	if err != nil || !ok {
+		return false, err
+	}
+	at.number, at.claimedAt, at.point, at.ref = rec.Attempt+1, now, rec.RecoveryPoint, rec.ResourceRef
+	a.logTransition(ctx, at, "taken_over", StateInProgress, 0, false, slog.String("from", string(rec.State)))
+	return true, nil
+}
+
+// finish stores what a phased attempt's RunFunc (or ReconcileFunc, when
+// reconciling) returned: a response or a business rejection completes the
+// record; an error releases the key when nothing was committed yet and
+// leaves the record unknown otherwise. Every write is fenced.
+func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp Response, err error, reconciling bool) (outcome, error) {
+	switch {
+	case errors.Is(err, ErrAbandoned):
+		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", err.Error()))
+		return outcome{}, err
+	case errors.Is(err, ErrFenced):
+		return a.afterFenced(ctx, op, at)
+	}
+	var (
+		stored storedResponse
+		out    outcome
+	)
+	switch {
+	case err == nil:
+		if stored, err = a.storable(op, resp, ""); err == nil {
+			out = outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}
+		}
+	case op.isRejection(err):
+		stored = a.rejection(err)
+		out = outcome{resp: stored, body: stored.body, metric: framework.OutcomeRejected}
+		err = nil
+	}
+	if err != nil {
+		return a.failed(ctx, at, err, reconciling)
+	}
+	if !at.recorded {
+		return out, nil
+	}
+	if err := at.failPoint(ctx, FailPointBeforeComplete); err != nil {
+		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", err.Error()))
+		return outcome{}, err
+	}
+	if stored.truncated {
+		stored.body = nil
+	}
+	var ok bool
+	err = a.db.Write(ctx, func(tx *gorm.DB) error {
+		now := a.engine.Now()
+		var err error
+		ok, err = a.records.complete(tx, at.id, at.number, stored, now, a.engine.Retention().ReplayExpiry(now))
+		return err
+	})
+	if err != nil {
+		// The record stays in progress: when its lease runs out, a retry or
+		// the recovery worker settles it.
+		return outcome{}, err
+	}
+	if !ok {
+		return a.afterFenced(ctx, op, at)
+	}
+	a.logTransition(ctx, at, "completed", StateCompleted, stored.status, false)
+	return out, nil
+}
+
+// failed handles an attempt's error: before any phase committed nothing
+// happened and the key is released; after one, the record is left unknown
+// for the reconcile hook and the client is told 409 outcome_pending.
+func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconciling bool) (outcome, error) {
+	if !at.recorded {
+		return outcome{}, cause
+	}
+	now := a.engine.Now()
+	var ok bool
+	if at.point == PointStarted && !reconciling {
+		err := a.db.Write(ctx, func(tx *gorm.DB) error {
+			var err error
+			ok, err = a.records.release(tx, at.id, at.number)
+			return err
+		})
+		if err != nil {
+			return outcome{}, err
+		}
+		if ok {
+			a.logTransition(ctx, at, "released", stateReleased, 0, false, slog.String("error", cause.Error()))
+		}
+		return outcome{}, cause
+	}
+	code := string(framework.ErrorFor(cause).Code)
+	err := a.db.Write(ctx, func(tx *gorm.DB) error {
+		var err error
+		ok, err = a.records.markUnknown(tx, at.id, at.number, code, now)
+		return err
+	})
+	if err != nil {
+		return outcome{}, err
+	}
+	if !ok {
+		return a.afterFenced(ctx, at.op, at)
+	}
+	a.logTransition(ctx, at, "unknown", StateUnknown, 0, false, slog.String("error", cause.Error()))
+	return outcome{}, &framework.Error{Code: framework.CodeOutcomePending,
+		Detail: "the outcome of this request is not known yet and is being reconciled; retry later with the same key", Err: cause}
+}
+
+// afterFenced answers a fenced-off attempt with the outcome of the attempt
+// that took its record over, or 409 while that one still runs.
+func (a *Adapter) afterFenced(ctx context.Context, op *operation, at *attempt) (outcome, error) {
+	a.logTransition(ctx, at, "fenced", StateInProgress, 0, false)
+	rec, found, err := a.records.get(a.db.Gorm.WithContext(ctx), at.id)
+	if err != nil {
+		return outcome{}, a.db.Classify(err)
+	}
+	if found && rec.State == StateCompleted && rec.Fingerprint == at.fingerprint {
+		return a.replay(ctx, a.db.Gorm.WithContext(ctx), op, at, rec)
+	}
+	return outcome{}, errInProgress()
+}

@@ -1,0 +1,197 @@
+package postkeys
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework"
+)
+
+// RecoverStats counts what one recovery run did.
+type RecoverStats struct {
+	// Completed records were settled by the reconcile hook (a response or a
+	// stored rejection).
+	Completed int
+	// Released records had expired leases at [PointStarted]: nothing had
+	// happened, so the key is free again.
+	Released int
+	// Unknown records are still unknown after their reconcile hook ran.
+	Unknown int
+	// Skipped records belonged to another attempt by the time they were
+	// looked at, or to an operation this adapter does not know.
+	Skipped int
+}
+
+// RecoverOnce runs the recovery worker once: it takes over (atomically, so
+// one taker wins) up to Config.RecoveryBatchSize records that are
+// in_progress past their lease or unknown. One at [PointStarted] is
+// released; any other is settled by its operation's ReconcileFunc. It
+// refreshes the gauges at the end.
+func (a *Adapter) RecoverOnce(ctx context.Context) (RecoverStats, error) {
+	var stats RecoverStats
+	now := a.engine.Now()
+	recs, err := a.records.unfinished(a.db.Gorm.WithContext(ctx), now, a.cfg.RecoveryBatchSize)
+	if err != nil {
+		return stats, a.db.Classify(err)
+	}
+	var errs []error
+	for _, rec := range recs {
+		op := a.operation(rec.Operation)
+		if op == nil || op.mode != Phased {
+			stats.Skipped++
+			continue
+		}
+		at := &attempt{a: a, op: op, id: recordID{rec.Tenant, rec.Operation, rec.Key}, fingerprint: rec.Fingerprint,
+			recorded: true, seed: rec.Key, start: time.Now()}
+		ok, err := a.takeover(ctx, at, rec, now)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			stats.Skipped++
+			continue
+		}
+		if at.point == PointStarted && rec.State == StateInProgress {
+			var released bool
+			err := a.db.Write(ctx, func(tx *gorm.DB) error {
+				var err error
+				released, err = a.records.release(tx, at.id, at.number)
+				return err
+			})
+			switch {
+			case err != nil:
+				errs = append(errs, err)
+			case released:
+				stats.Released++
+				a.logTransition(ctx, at, "released", stateReleased, 0, false)
+			default:
+				stats.Skipped++
+			}
+			continue
+		}
+		resp, err := op.reconcile(ctx, at)
+		_, err = a.finish(ctx, op, at, resp, err, true)
+		switch {
+		case err == nil:
+			stats.Completed++
+		case errors.Is(err, framework.ErrOutcomePending):
+			stats.Unknown++
+		case errors.Is(err, framework.ErrRequestInProgress), errors.Is(err, ErrAbandoned):
+			stats.Skipped++
+		default:
+			errs = append(errs, err)
+		}
+	}
+	if err := a.refreshGauges(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return stats, errors.Join(errs...)
+}
+
+func (a *Adapter) refreshGauges(ctx context.Context) error {
+	db := a.db.Gorm.WithContext(ctx)
+	oldest, err := a.records.oldestInProgress(db)
+	if err != nil {
+		return a.db.Classify(err)
+	}
+	age := 0.0
+	if !oldest.IsZero() {
+		age = max(0, a.engine.Now().Sub(oldest).Seconds())
+	}
+	a.oldestInProgress.Set(age)
+	n, err := a.records.countUnknown(db)
+	if err != nil {
+		return a.db.Classify(err)
+	}
+	a.unknownRecords.Set(float64(n))
+	return nil
+}
+
+// CleanupStats counts what one janitor run did.
+type CleanupStats struct {
+	Deleted int64
+	// Batches is the number of DELETE statements run.
+	Batches int
+}
+
+// CleanupOnce runs the janitor once: it deletes completed records past
+// expires_at in batches of Config.CleanupBatchSize, one statement each,
+// until none is left. It never deletes in_progress or unknown records.
+func (a *Adapter) CleanupOnce(ctx context.Context) (CleanupStats, error) {
+	var stats CleanupStats
+	now := a.engine.Now()
+	for ctx.Err() == nil {
+		n, err := a.records.deleteExpired(a.db.Gorm.WithContext(ctx), now, a.cfg.CleanupBatchSize)
+		if err != nil {
+			return stats, a.db.Classify(err)
+		}
+		stats.Batches++
+		stats.Deleted += n
+		if n < int64(a.cfg.CleanupBatchSize) {
+			break
+		}
+	}
+	if stats.Deleted > 0 {
+		a.logger.LogAttrs(ctx, slog.LevelInfo, "idempotency records expired",
+			slog.Int64("deleted", stats.Deleted), slog.Int("batches", stats.Batches))
+	}
+	return stats, ctx.Err()
+}
+
+// Start runs the recovery worker and the janitor in one goroutine, every
+// Config.RecoveryInterval and Config.CleanupInterval, until ctx ends or
+// [Adapter.Stop] is called. It returns [ErrRunning] if they already run.
+func (a *Adapter) Start(ctx context.Context) error {
+	a.workerMu.Lock()
+	defer a.workerMu.Unlock()
+	if a.cancel != nil {
+		return ErrRunning
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	a.cancel, a.done = cancel, done
+	go func() {
+		defer close(done)
+		a.work(ctx)
+	}()
+	return nil
+}
+
+// Stop stops the workers and waits until they have returned. It is safe to
+// call when they do not run, and more than once.
+func (a *Adapter) Stop() {
+	a.workerMu.Lock()
+	cancel, done := a.cancel, a.done
+	a.cancel, a.done = nil, nil
+	a.workerMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (a *Adapter) work(ctx context.Context) {
+	recovery := time.NewTicker(a.cfg.RecoveryInterval)
+	defer recovery.Stop()
+	cleanup := time.NewTicker(a.cfg.CleanupInterval)
+	defer cleanup.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-recovery.C:
+			if _, err := a.RecoverOnce(ctx); err != nil && ctx.Err() == nil {
+				a.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency recovery failed", slog.String("error", err.Error()))
+			}
+		case <-cleanup.C:
+			if _, err := a.CleanupOnce(ctx); err != nil && ctx.Err() == nil {
+				a.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency cleanup failed", slog.String("error", err.Error()))
+			}
+		}
+	}
+}

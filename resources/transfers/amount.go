@@ -1,0 +1,51 @@
+package transfers
+
+import (
+	"encoding/json"
+	"math/big"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// maxExponent bounds the exponent of an amount's spelling, so that 1e999999
+// cannot make the parser build a huge number.
+const maxExponent = 30
+
+// Amount is an amount in minor units. It accepts any JSON spelling of an
+// integer (500, 500.0, 5e2, 5.00E+2), so that requests that mean the same
+// bind to the same command and have the same fingerprint; it is always
+// written as a plain integer.
+type Amount int64
+
+// UnmarshalJSON implements [json.Unmarshaler]. A fraction, a string or a
+// value outside int64 is a type error (validation_failed on the field).
+func (a *Amount) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if s == "null" {
+		return nil
+	}
+	n, ok := integral(s)
+	if !ok {
+		return &json.UnmarshalTypeError{Value: "number " + s, Type: reflect.TypeFor[int64]()}
+	}
+	*a = Amount(n)
+	return nil
+}
+
+func integral(s string) (int64, bool) {
+	if s == "" || !(s[0] == '-' || s[0] >= '0' && s[0] <= '9') {
+		return 0, false
+	}
+	if _, exp, ok := strings.Cut(strings.ToLower(s), "e"); ok {
+		e, err := strconv.Atoi(exp)
+		if err != nil || e > maxExponent || e < -maxExponent {
+			return 0, false
+		}
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok || !r.IsInt() || !r.Num().IsInt64() {
+		return 0, false
+	}
+	return r.Num().Int64(), true
+}

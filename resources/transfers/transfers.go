@@ -1,0 +1,221 @@
+package transfers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework"
+)
+
+// Operation is the name of the transfer operation in fingerprints, records,
+// metrics and logs.
+const Operation = "transfers"
+
+// Command is the body of POST /v1/transfers.
+type Command struct {
+	FromAccount string `json:"from_account" validate:"required"`
+	ToAccount   string `json:"to_account" validate:"required"`
+	Amount      Amount `json:"amount" validate:"min=1,max=99999999"`
+	// Currency is an ISO 4217 code, case-insensitive ("eur" is "EUR").
+	Currency string `json:"currency" validate:"required,iso4217"`
+}
+
+var accountNameRE = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+
+// Default implements [framework.Defaulter]: currency codes are upper case.
+func (c *Command) Default() { c.Currency = strings.ToUpper(c.Currency) }
+
+// Check implements [framework.Checker]: account names and distinct accounts.
+func (c *Command) Check() []framework.FieldError {
+	var errs []framework.FieldError
+	for _, f := range []struct{ field, name string }{{"from_account", c.FromAccount}, {"to_account", c.ToAccount}} {
+		if !accountNameRE.MatchString(f.name) {
+			errs = append(errs, framework.FieldError{Field: f.field, Reason: "must match [a-z0-9_]{1,64}"})
+		}
+	}
+	if c.FromAccount == c.ToAccount {
+		errs = append(errs, framework.FieldError{Field: "to_account", Reason: "must differ from from_account"})
+	}
+	return errs
+}
+
+// Transfer is the representation of an executed transfer.
+type Transfer struct {
+	ID          string    `json:"id"`
+	FromAccount string    `json:"from_account"`
+	ToAccount   string    `json:"to_account"`
+	Amount      int64     `json:"amount"`
+	Currency    string    `json:"currency"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Account is the representation of a ledger account.
+type Account struct {
+	Name     string `json:"name"`
+	Balance  int64  `json:"balance"`
+	Currency string `json:"currency"`
+}
+
+type accountRow struct {
+	TenantID  string    `gorm:"column:tenant_id;primaryKey"`
+	Name      string    `gorm:"column:name;primaryKey"`
+	Currency  string    `gorm:"column:currency"`
+	Balance   int64     `gorm:"column:balance"`
+	CreatedAt time.Time `gorm:"column:created_at"`
+	UpdatedAt time.Time `gorm:"column:updated_at"`
+}
+
+func (accountRow) TableName() string { return "accounts" }
+
+type transferRow struct {
+	TenantID    string    `gorm:"column:tenant_id;primaryKey"`
+	ID          string    `gorm:"column:id;primaryKey"`
+	FromAccount string    `gorm:"column:from_account"`
+	ToAccount   string    `gorm:"column:to_account"`
+	Amount      int64     `gorm:"column:amount"`
+	Currency    string    `gorm:"column:currency"`
+	CreatedAt   time.Time `gorm:"column:created_at"`
+}
+
+func (transferRow) TableName() string { return "transfers" }
+
+func (r *transferRow) render() Transfer {
+	return Transfer{ID: r.ID, FromAccount: r.FromAccount, ToAccount: r.ToAccount, Amount: r.Amount,
+		Currency: r.Currency, CreatedAt: r.CreatedAt.UTC()}
+}
+
+// Transfers serves POST /transfers and GET /accounts/{name}.
+type Transfers struct {
+	engine   *framework.Engine
+	endpoint *postkeys.Endpoint[Command]
+}
+
+// New registers the transfer operation on keys, in local mode.
+func New(e *framework.Engine, keys *postkeys.Adapter) (*Transfers, error) {
+	if e == nil || keys == nil {
+		return nil, errors.New("transfers: New needs an engine and a postkeys adapter")
+	}
+	t := &Transfers{engine: e}
+	ep, err := postkeys.Register(keys, postkeys.Operation[Command]{
+		Name:           Operation,
+		Mode:           postkeys.Local,
+		KeyPolicy:      postkeys.KeyRequired,
+		RejectionCodes: []framework.Code{framework.CodeCurrencyMismatch},
+		ExecuteFunc:    t.execute,
+		RenderFunc:     t.render,
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.endpoint = ep
+	return t, nil
+}
+
+// Mount registers POST /transfers and GET /accounts/:name on g, which must
+// already run [framework.RequireAuth].
+func (t *Transfers) Mount(g gin.IRouter) {
+	g.POST("/transfers", t.endpoint.Handle)
+	g.GET("/accounts/:name", t.handleAccount)
+}
+
+// execute runs inside the claim's transaction: both balance moves, the
+// transfer row and (after it returns) the record's completion commit
+// together.
+func (t *Transfers) execute(ctx context.Context, tx *gorm.DB, req postkeys.Request[Command]) (postkeys.Response, error) {
+	cmd := req.Command
+	legs := []struct {
+		account string
+		delta   int64
+	}{{cmd.FromAccount, -int64(cmd.Amount)}, {cmd.ToAccount, int64(cmd.Amount)}}
+	// Accounts are always locked in name order, so that two opposite
+	// transfers running at once cannot deadlock.
+	slices.SortFunc(legs, func(a, b struct {
+		account string
+		delta   int64
+	}) int {
+		return strings.Compare(a.account, b.account)
+	})
+	for _, leg := range legs {
+		if err := move(tx, req.Tenant, leg.account, cmd.Currency, leg.delta, req.Now); err != nil {
+			return postkeys.Response{}, err
+		}
+	}
+	row := transferRow{TenantID: req.Tenant, ID: "tr_" + strings.ReplaceAll(uuid.NewString(), "-", ""),
+		FromAccount: cmd.FromAccount, ToAccount: cmd.ToAccount, Amount: int64(cmd.Amount),
+		Currency: cmd.Currency, CreatedAt: req.Now}
+	if err := tx.Create(&row).Error; err != nil {
+		return postkeys.Response{}, err
+	}
+	return postkeys.JSON(http.StatusCreated, row.render(), row.ID)
+}
+
+// move adds delta to an account's balance, creating the account with this
+// currency on first use: one statement, a relative update, applied only
+// when the currencies agree.
+func move(tx *gorm.DB, tenant, account, currency string, delta int64, now time.Time) error {
+	res := tx.Exec(`INSERT INTO accounts (tenant_id, name, currency, balance, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (tenant_id, name) DO UPDATE SET balance = accounts.balance + excluded.balance, updated_at = excluded.updated_at
+WHERE accounts.currency = excluded.currency`, tenant, account, currency, delta, now, now)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 1 {
+		return nil
+	}
+	var existing accountRow
+	if err := tx.Where("tenant_id = ? AND name = ?", tenant, account).Take(&existing).Error; err != nil {
+		return err
+	}
+	return &framework.Error{Code: framework.CodeCurrencyMismatch,
+		Detail: fmt.Sprintf("account %s holds %s; the transfer is in %s", account, existing.Currency, currency)}
+}
+
+// render re-renders a stored transfer response from its reference.
+func (t *Transfers) render(ctx context.Context, db *gorm.DB, rec postkeys.Record) ([]byte, error) {
+	var row transferRow
+	if err := db.WithContext(ctx).Where("tenant_id = ? AND id = ?", rec.Tenant, rec.ResourceRef).Take(&row).Error; err != nil {
+		return nil, err
+	}
+	return json.Marshal(row.render())
+}
+
+func (t *Transfers) handleAccount(c *gin.Context) {
+	logger := t.engine.Logger()
+	tenant, ok := framework.Tenant(c, logger)
+	if !ok {
+		return
+	}
+	name := c.Param("name")
+	var rows []accountRow
+	if accountNameRE.MatchString(name) {
+		err := t.engine.DB().Gorm.WithContext(c.Request.Context()).
+			Where("tenant_id = ? AND name = ?", tenant, name).Limit(1).Find(&rows).Error
+		if err != nil {
+			framework.WriteProblem(c.Writer, c.Request, logger, t.engine.DB().Classify(err))
+			return
+		}
+	}
+	if len(rows) == 0 {
+		framework.WriteProblem(c.Writer, c.Request, logger, framework.Errorf(framework.CodeNotFound, "no such account"))
+		return
+	}
+	body, err := json.Marshal(Account{Name: rows[0].Name, Balance: rows[0].Balance, Currency: rows[0].Currency})
+	if err != nil {
+		framework.WriteProblem(c.Writer, c.Request, logger, err)
+		return
+	}
+	framework.WriteReply(c.Writer, framework.Reply{Status: http.StatusOK, Body: body})
+}
