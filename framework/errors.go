@@ -30,6 +30,7 @@ const (
 	CodeIdempotencyKeyReuse   Code = "idempotency_key_reuse"
 	CodeCardDeclined          Code = "card_declined"
 	CodeUnavailable           Code = "unavailable"
+	CodeMethodNotAllowed      Code = "method_not_allowed"
 	CodeInternal              Code = "internal"
 )
 
@@ -56,6 +57,7 @@ var codeInfo = map[Code]struct {
 	CodePayloadTooLarge:       {http.StatusRequestEntityTooLarge, "Payload too large"},
 	CodeIdempotencyKeyReuse:   {http.StatusUnprocessableEntity, "Idempotency key reuse"},
 	CodeUnavailable:           {http.StatusServiceUnavailable, "Service unavailable"},
+	CodeMethodNotAllowed:      {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodeInternal:              {http.StatusInternalServerError, "Internal server error"},
 }
 

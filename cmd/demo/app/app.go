@@ -131,6 +131,9 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	router.NoRoute(func(c *gin.Context) {
 		framework.WriteProblem(c.Writer, c.Request, cfg.Logger, framework.Errorf(framework.CodeNotFound, "no route %s %s", c.Request.Method, c.Request.URL.Path))
 	})
+	router.NoMethod(func(c *gin.Context) {
+		framework.WriteProblem(c.Writer, c.Request, cfg.Logger, framework.Errorf(framework.CodeMethodNotAllowed, "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
+	})
 	router.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
 	router.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 
