@@ -1,0 +1,323 @@
+package postkeys_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/migrations"
+)
+
+func init() { gin.SetMode(gin.TestMode) }
+
+const (
+	tokenA = "tok_a"
+	tokenB = "tok_b"
+	lease  = 30 * time.Second
+)
+
+// clock is the injected clock: tests move it instead of sleeping.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// widgetCmd is the command of the test operations.
+type widgetCmd struct {
+	Name string `json:"name" validate:"required,max=64"`
+	// Decline makes the phased operation answer a stored 402.
+	Decline bool `json:"decline,omitempty"`
+}
+
+// widgets is a phased test operation: phase "widget_created" inserts a
+// widget row (the business write), then the response is rendered from it.
+// Hooks let a test stop or fail an attempt at chosen places.
+type widgets struct {
+	db         *store.DB
+	runs       atomic.Int64
+	reconciles atomic.Int64
+	// hooks, set before requests are sent; each gets the attempt number.
+	beforePhase  func(attempt int64) error
+	afterPhase   func(attempt int64) error
+	reconcileErr func() error
+}
+
+type widget struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+func (w *widgets) response(ctx context.Context, tenant, ref string) (postkeys.Response, error) {
+	var rows []widget
+	if err := w.db.Gorm.WithContext(ctx).Raw("SELECT id, name FROM widgets WHERE tenant_id = ? AND id = ?", tenant, ref).
+		Scan(&rows).Error; err != nil {
+		return postkeys.Response{}, err
+	}
+	if len(rows) != 1 {
+		return postkeys.Response{}, errors.New("widget not found")
+	}
+	resp, err := postkeys.JSON(http.StatusCreated, rows[0], ref)
+	resp.Header = http.Header{"Location": {"/v1/widgets/" + ref}, "X-Not-Stored": {"1"}}
+	return resp, err
+}
+
+func (w *widgets) run(ctx context.Context, run *postkeys.Run[widgetCmd]) (postkeys.Response, error) {
+	w.runs.Add(1)
+	cmd, _ := run.Command()
+	if w.beforePhase != nil {
+		if err := w.beforePhase(run.Attempt()); err != nil {
+			return postkeys.Response{}, err
+		}
+	}
+	if run.RecoveryPoint() == postkeys.PointStarted {
+		id := "wd_" + uuid.NewString()
+		err := run.Phase(ctx, "widget_created", func(tx *gorm.DB) (string, error) {
+			return id, tx.Exec("INSERT INTO widgets (tenant_id, id, name) VALUES (?, ?, ?)", run.Tenant(), id, cmd.Name).Error
+		})
+		if err != nil {
+			return postkeys.Response{}, err
+		}
+	}
+	if w.afterPhase != nil {
+		if err := w.afterPhase(run.Attempt()); err != nil {
+			return postkeys.Response{}, err
+		}
+	}
+	if cmd.Decline {
+		return postkeys.Response{}, framework.Errorf(framework.CodeCardDeclined, "the widget was declined")
+	}
+	return w.response(ctx, run.Tenant(), run.ResourceRef())
+}
+
+func (w *widgets) reconcile(ctx context.Context, run *postkeys.Run[widgetCmd]) (postkeys.Response, error) {
+	w.reconciles.Add(1)
+	if w.reconcileErr != nil {
+		if err := w.reconcileErr(); err != nil {
+			return postkeys.Response{}, err
+		}
+	}
+	return w.response(ctx, run.Tenant(), run.ResourceRef())
+}
+
+// counterCmd is the command of the local test operation.
+type counterCmd struct {
+	By int64 `json:"by" validate:"min=1"`
+}
+
+// harness is an adapter with a phased "widgets" and a local "counters"
+// operation behind a real HTTP server.
+type harness struct {
+	t        *testing.T
+	db       *store.DB
+	keys     *postkeys.Adapter
+	clock    *clock
+	widgets  *widgets
+	registry *prometheus.Registry
+	srv      *httptest.Server
+}
+
+// setup builds the harness on dsn; tweak may change the adapter's Config
+// (and set hooks on h.widgets) before anything runs.
+func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *harness {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn, store.Config{LockTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+		t.Fatalf("migrations: %v", err)
+	}
+	for _, stmt := range []string{
+		"CREATE TABLE widgets (tenant_id TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, PRIMARY KEY (tenant_id, id))",
+		"CREATE TABLE counters (tenant_id TEXT NOT NULL PRIMARY KEY, value BIGINT NOT NULL)",
+	} {
+		if err := db.Gorm.Exec(stmt).Error; err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	c := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	registry := prometheus.NewRegistry()
+	metrics, err := framework.NewMetrics(registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := framework.NewEngine(db, framework.EngineConfig{Now: c.Now, Metrics: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &widgets{db: db}
+	cfg := postkeys.Config{LeaseDuration: lease, InProgressWait: 50 * time.Millisecond, PollInterval: 5 * time.Millisecond}
+	if tweak != nil {
+		tweak(&cfg, w)
+	}
+	keys, err := postkeys.New(engine, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(keys.Stop)
+	wep, err := postkeys.Register(keys, postkeys.Operation[widgetCmd]{
+		Name: "widgets", Mode: postkeys.Phased,
+		RejectionCodes: []framework.Code{framework.CodeCardDeclined},
+		RunFunc:        w.run, ReconcileFunc: w.reconcile,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cep, err := postkeys.Register(keys, postkeys.Operation[counterCmd]{
+		Name: "counters", KeyPolicy: postkeys.KeyOptional,
+		ExecuteFunc: func(ctx context.Context, tx *gorm.DB, req postkeys.Request[counterCmd]) (postkeys.Response, error) {
+			err := tx.Exec(`INSERT INTO counters (tenant_id, value) VALUES (?, ?)
+ON CONFLICT (tenant_id) DO UPDATE SET value = counters.value + excluded.value`, req.Tenant, req.Command.By).Error
+			if err != nil {
+				return postkeys.Response{}, err
+			}
+			return postkeys.JSON(http.StatusOK, map[string]any{"by": req.Command.By, "at": req.Now}, "")
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := framework.NewStaticTokens(map[string]string{tokenA: "a", tokenB: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := gin.New()
+	v1 := router.Group("/v1", framework.RequireAuth(auth, nil))
+	v1.POST("/widgets", wep.Handle)
+	v1.POST("/counters", cep.Handle)
+	srv := httptest.NewServer(router)
+	t.Cleanup(srv.Close)
+	return &harness{t: t, db: db, keys: keys, clock: c, widgets: w, registry: registry, srv: srv}
+}
+
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r response) code(t *testing.T) string {
+	t.Helper()
+	var p struct{ Code string }
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		t.Fatalf("problem body: %v: %s", err, r.Body)
+	}
+	return p.Code
+}
+
+// post sends a POST with key (none when empty). Safe from several goroutines.
+func (h *harness) post(path, token, key string, body string) response {
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL+path, bytes.NewReader([]byte(body)))
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	res, err := h.srv.Client().Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return response{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+func (h *harness) record(tenant, op, key string) postkeys.Record {
+	h.t.Helper()
+	rec, found, err := h.keys.Lookup(context.Background(), tenant, op, key)
+	if err != nil || !found {
+		h.t.Fatalf("record %s/%s/%s: found=%v err=%v", tenant, op, key, found, err)
+	}
+	return rec
+}
+
+func (h *harness) noRecord(tenant, op, key string) {
+	h.t.Helper()
+	if rec, found, err := h.keys.Lookup(context.Background(), tenant, op, key); err != nil || found {
+		h.t.Fatalf("record %s/%s/%s: found=%v (%+v) err=%v, want none", tenant, op, key, found, rec, err)
+	}
+}
+
+func (h *harness) count(query string, args ...any) int64 {
+	h.t.Helper()
+	var n int64
+	if err := h.db.Gorm.Raw(query, args...).Scan(&n).Error; err != nil {
+		h.t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func (h *harness) widgetsCount() int64 { return h.count("SELECT count(*) FROM widgets") }
+
+func wantStatus(t *testing.T, r response, status int) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status = %d, want %d; body %s", r.Status, status, r.Body)
+	}
+}
+
+// wantReplay stops the test unless r repeats first byte for byte with the
+// same stored headers and Idempotent-Replayed: true.
+func wantReplay(t *testing.T, r, first response) {
+	t.Helper()
+	if r.Status != first.Status || !bytes.Equal(r.Body, first.Body) {
+		t.Fatalf("replay differs:\n%d %s\nfirst %d %s", r.Status, r.Body, first.Status, first.Body)
+	}
+	if r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay not marked Idempotent-Replayed: %v", r.Header)
+	}
+	for _, name := range []string{"Content-Type", "Location", "Idempotency-Key", "Etag"} {
+		if r.Header.Get(name) != first.Header.Get(name) {
+			t.Fatalf("replayed %s = %q, first %q", name, r.Header.Get(name), first.Header.Get(name))
+		}
+	}
+}
+
+// gauge reads a gauge of the adapter from the registry.
+func (h *harness) gauge(name string) float64 {
+	h.t.Helper()
+	families, err := h.registry.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	h.t.Fatalf("no metric %s", name)
+	return 0
+}
