@@ -446,7 +446,9 @@ func TestWorkersStartAndStop(t *testing.T) {
 
 func TestRegisterRejectsBadOperations(t *testing.T) {
 	h := setup(t, testdb.New(t, "sqlite"), nil)
-	noop := func(context.Context, *postkeys.Run[widgetCmd]) (postkeys.Response, error) { return postkeys.Response{}, nil }
+	noop := func(context.Context, *postkeys.Run[widgetCmd]) (postkeys.Response, error) {
+		return postkeys.Response{}, nil
+	}
 	for name, op := range map[string]postkeys.Operation[widgetCmd]{
 		"no name":        {RunFunc: noop, ReconcileFunc: noop, Mode: postkeys.Phased},
 		"duplicate":      {Name: "widgets", RunFunc: noop, ReconcileFunc: noop, Mode: postkeys.Phased},
