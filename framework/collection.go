@@ -213,8 +213,12 @@ func (c *Collection[T]) PutTx(ctx context.Context, tx *gorm.DB, req PutRequest[T
 	now := c.engine.Now()
 	tx = tx.WithContext(ctx)
 
-	for attempt := 0; ; attempt++ {
-		if ifMatch == "" {
+	// Replays, convergence and refusals only read: the row is locked (SELECT
+	// … FOR UPDATE) only once a replace is decided, and then re-evaluated
+	// under the lock. A replayed PUT thus writes nothing, not even a lock.
+	locked, purged := false, false
+	for range 4 {
+		if ifMatch == "" && !locked {
 			fresh := row{TenantID: req.Tenant, ID: req.ID.String(), Version: 1, Status: c.res.InitialStatus,
 				Body: string(body), CreateFingerprint: fp.String(), Fingerprint: fp.String(), CreatedAt: now, UpdatedAt: now}
 			ins := tx.Table(c.res.Table).Clauses(clause.OnConflict{DoNothing: true}).Create(&fresh)
@@ -225,18 +229,24 @@ func (c *Collection[T]) PutTx(ctx context.Context, tx *gorm.DB, req PutRequest[T
 				return c.created(ctx, tx, req, &fresh)
 			}
 		}
+		q := tx.Table(c.res.Table)
+		if locked {
+			q = c.engine.db.Dialect.LockRow(q)
+		}
 		var cur row
-		err := c.engine.db.Dialect.LockRow(tx.Table(c.res.Table)).
-			Where("tenant_id = ? AND id = ?", req.Tenant, req.ID.String()).Take(&cur).Error
+		err := q.Where("tenant_id = ? AND id = ?", req.Tenant, req.ID.String()).Take(&cur).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			// Only reachable with If-Match: there is nothing to match.
-			return Result{}, Errorf(CodePreconditionFailed, "If-Match given but the resource does not exist")
+			if ifMatch != "" {
+				return Result{}, Errorf(CodePreconditionFailed, "If-Match given but the resource does not exist")
+			}
+			locked = false // an expired tombstone was purged meanwhile: insert again
+			continue
 		}
 		if err != nil {
 			return Result{}, err
 		}
 		if cur.DeletedAt != nil {
-			if c.engine.retention.TombstoneLive(*cur.DeletedAt, now) || attempt > 0 {
+			if c.engine.retention.TombstoneLive(*cur.DeletedAt, now) || purged {
 				return Result{}, Errorf(CodeResourceDeleted, "the resource was deleted; its ID cannot be used again")
 			}
 			// The tombstone is past retention: the ID is free again.
@@ -244,11 +254,21 @@ func (c *Collection[T]) PutTx(ctx context.Context, tx *gorm.DB, req PutRequest[T
 				Delete(&row{}).Error; err != nil {
 				return Result{}, err
 			}
+			purged, locked = true, false
 			continue
 		}
-		return c.existing(ctx, tx, req, fp, body, ifMatch, ifNoneMatchStar, &cur, now)
+		res, err := c.existing(ctx, tx, req, fp, body, ifMatch, ifNoneMatchStar, &cur, now, locked)
+		if errors.Is(err, errNeedsLock) {
+			locked = true
+			continue
+		}
+		return res, err
 	}
+	return Result{}, Errorf(CodeRequestInProgress, "the resource changed concurrently; retry")
 }
+
+// errNeedsLock asks PutTx to read the row again under a row lock.
+var errNeedsLock = errors.New("framework: replace needs the row lock")
 
 func (c *Collection[T]) created(ctx context.Context, tx *gorm.DB, req PutRequest[T], r *row) (Result, error) {
 	m, err := r.meta()
@@ -264,7 +284,7 @@ func (c *Collection[T]) created(ctx context.Context, tx *gorm.DB, req PutRequest
 }
 
 func (c *Collection[T]) existing(ctx context.Context, tx *gorm.DB, req PutRequest[T], fp Fingerprint, body []byte,
-	ifMatch string, ifNoneMatchStar bool, cur *row, now time.Time) (Result, error) {
+	ifMatch string, ifNoneMatchStar bool, cur *row, now time.Time, locked bool) (Result, error) {
 	stored, err := c.decode(cur)
 	if err != nil {
 		return Result{}, err
@@ -292,6 +312,8 @@ func (c *Collection[T]) existing(ctx context.Context, tx *gorm.DB, req PutReques
 		}
 	case c.res.Mode == CreateOnly:
 		return Result{}, Errorf(CodeIdempotencyKeyReuse, "the resource exists with a different body and cannot be replaced")
+	case !locked:
+		return Result{}, errNeedsLock
 	}
 	m, err := cur.meta()
 	if err != nil {
