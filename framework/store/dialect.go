@@ -3,11 +3,9 @@ package store
 import (
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"syscall"
-	"time"
 
 	sqlite "github.com/glebarez/go-sqlite"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,14 +15,13 @@ import (
 
 // Dialect is the one seam for the SQL that differs between PostgreSQL and
 // SQLite. Upsert spelling (INSERT … ON CONFLICT DO NOTHING) is the same in
-// both and is written by gorm's clause.OnConflict; what differs is here.
+// both and is written by gorm's clause.OnConflict; what differs is here and
+// in the connection settings [Open] builds per dialect (the lock timeout is
+// PostgreSQL's lock_timeout or SQLite's busy_timeout, set once per
+// connection rather than once per transaction).
 type Dialect interface {
 	// Name is "postgres" or "sqlite"; it is also the migrations folder.
 	Name() string
-	// SetLockTimeout bounds how long statements of the transaction tx wait
-	// for a row lock. SQLite bounds the wait for its single write lock with
-	// the connection's busy_timeout instead, set when the pool is opened.
-	SetLockTimeout(tx *gorm.DB, d time.Duration) error
 	// LockRow makes the query q take a row lock (SELECT … FOR UPDATE). On
 	// SQLite every write transaction begins IMMEDIATE and so already holds
 	// the database's write lock: q is returned unchanged.
@@ -41,11 +38,6 @@ var (
 type postgresDialect struct{}
 
 func (postgresDialect) Name() string { return "postgres" }
-
-func (postgresDialect) SetLockTimeout(tx *gorm.DB, d time.Duration) error {
-	// SET LOCAL takes no bind parameters; the value is an integer we format.
-	return tx.Exec(fmt.Sprintf("SET LOCAL lock_timeout = %d", d.Milliseconds())).Error
-}
 
 func (postgresDialect) LockRow(q *gorm.DB) *gorm.DB {
 	return q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
@@ -76,8 +68,6 @@ func (postgresDialect) classify(err error) (lockTimeout, unavailable bool) {
 type sqliteDialect struct{}
 
 func (sqliteDialect) Name() string { return "sqlite" }
-
-func (sqliteDialect) SetLockTimeout(*gorm.DB, time.Duration) error { return nil }
 
 func (sqliteDialect) LockRow(q *gorm.DB) *gorm.DB { return q }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,11 +40,10 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// DB is a gorm handle together with its dialect and lock timeout.
+// DB is a gorm handle together with its dialect.
 type DB struct {
-	Gorm        *gorm.DB
-	Dialect     Dialect
-	lockTimeout time.Duration
+	Gorm    *gorm.DB
+	Dialect Dialect
 }
 
 // Open connects to the database named by dsn: "sqlite:PATH" opens (and
@@ -77,7 +77,11 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 			maxConns = 4
 		}
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		dialector = postgres.Open(dsn)
+		pgDSN, err := postgresDSN(dsn, cfg.LockTimeout)
+		if err != nil {
+			return nil, err
+		}
+		dialector = postgres.Open(pgDSN)
 		dialect = postgresDialect{}
 		if maxConns == 0 {
 			maxConns = 20
@@ -100,7 +104,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("store: ping: %w", classify(dialect, err))
 	}
-	return &DB{Gorm: gdb, Dialect: dialect, lockTimeout: cfg.LockTimeout}, nil
+	return &DB{Gorm: gdb, Dialect: dialect}, nil
 }
 
 // sqliteDSN builds the driver DSN: WAL journal, a busy timeout as the lock
@@ -116,6 +120,21 @@ func sqliteDSN(path string, lockTimeout time.Duration) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
+// postgresDSN adds lock_timeout as a connection parameter unless the DSN
+// sets one.
+func postgresDSN(dsn string, lockTimeout time.Duration) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUnknownDSN, err)
+	}
+	q := u.Query()
+	if q.Get("lock_timeout") == "" {
+		q.Set("lock_timeout", strconv.FormatInt(lockTimeout.Milliseconds(), 10))
+		u.RawQuery = q.Encode()
+	}
+	return u.String(), nil
+}
+
 // SQL returns the underlying *sql.DB (for migrations and Close).
 func (db *DB) SQL() *sql.DB {
 	sqlDB, _ := db.Gorm.DB()
@@ -125,18 +144,12 @@ func (db *DB) SQL() *sql.DB {
 // Close closes the connection pool.
 func (db *DB) Close() error { return db.SQL().Close() }
 
-// Write runs fn in one write transaction with the lock timeout set, commits
+// Write runs fn in one write transaction, commits
 // when fn returns nil and rolls back otherwise. Errors are passed through
 // [DB.Classify]. Pass the *gorm.DB that fn receives to every transactional
 // twin (…Tx) so that its writes commit together.
 func (db *DB) Write(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := db.Dialect.SetLockTimeout(tx, db.lockTimeout); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
-	return db.Classify(err)
+	return db.Classify(db.Gorm.WithContext(ctx).Transaction(fn))
 }
 
 // Classify wraps err with [ErrLockTimeout] or [ErrUnavailable] when the
