@@ -155,7 +155,8 @@ func (c *Client) NewKey() (string, error) {
 }
 
 // Create creates a resource through the PUT pattern. It resolves the ID
-// once (req.ID, the KeyStore, or a new UUID), then sends
+// once (the one stored for req.Operation, else req.ID, else a new UUID,
+// saved before the first attempt), then sends
 // PUT {Collection}/{ID} with "If-None-Match: *", retrying per [Classify].
 // A 201 with or without "Idempotent-Replayed" is success; [Result.Replayed]
 // tells which.
@@ -199,8 +200,8 @@ func (c *Client) Create(ctx context.Context, req CreateRequest) (*Result, error)
 }
 
 // Post sends a write through the POST fallback. It resolves the
-// idempotency key once (req.Key, the KeyStore, or a new one, saved before
-// the first attempt), then sends POST {Path} with "Idempotency-Key",
+// idempotency key once (the one stored for req.Operation, else req.Key,
+// else a new one, saved before the first attempt), then sends POST {Path} with "Idempotency-Key",
 // retrying with that same key per [Classify].
 //
 // An error before the first attempt (bad request, invalid key, KeyStore
@@ -426,7 +427,7 @@ func (c *Client) do(ctx context.Context, a *attempt) (*Result, error) {
 				return nil, fail(!mayHaveEffect, nil)
 			}
 			if attempts >= c.cfg.MaxAttempts {
-				return nil, fail(!mayHaveEffect, fmt.Errorf("%w: %d attempts made (MaxAttempts)", ErrRetriesExhausted, attempts))
+				return nil, fail(!mayHaveEffect, fmt.Errorf("%w: MaxAttempts (%d) reached", ErrRetriesExhausted, attempts))
 			}
 			if err := c.refreshToken(ctx, token); err != nil {
 				return nil, fail(!mayHaveEffect, err)
@@ -444,7 +445,7 @@ func (c *Client) do(ctx context.Context, a *attempt) (*Result, error) {
 				return fmt.Errorf("%w: %s", ErrRetriesExhausted, why)
 			}
 			if attempts >= c.cfg.MaxAttempts {
-				return nil, fail(!mayHaveEffect, exhausted(fmt.Sprintf("%d attempts made (MaxAttempts)", attempts)))
+				return nil, fail(!mayHaveEffect, exhausted(fmt.Sprintf("MaxAttempts (%d) reached", attempts)))
 			}
 			budget := c.cfg.MaxElapsed - c.cfg.NowFunc().Sub(start)
 			ctxBound := false

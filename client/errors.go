@@ -20,7 +20,7 @@ var (
 
 	// ErrInvalidKey is returned by [Client.Post] when an idempotency key is
 	// empty, longer than 255 characters or uses a character outside
-	// [A-Za-z0-9._:-], and by a [KeyStore] that holds such a key. Nothing
+	// [A-Za-z0-9._:-], including one loaded from the [KeyStore]. Nothing
 	// was sent.
 	ErrInvalidKey = errors.New("client: invalid idempotency key")
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -134,6 +135,10 @@ func writeProblem(w http.ResponseWriter, status int, code, retryAfter string) {
 }
 
 func (api *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
+	// Reading the body lets the server notice a client that hangs up.
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		return
+	}
 	var key string
 	switch {
 	case r.Method == http.MethodPost:
@@ -208,7 +213,11 @@ func (api *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusConflict, client.CodeOutcomePending, "2")
 		return
 	case hangAfterCommit:
-		<-r.Context().Done()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+			api.t.Errorf("the client did not give up on a hanging request")
+		}
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
