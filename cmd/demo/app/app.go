@@ -20,6 +20,8 @@ import (
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/migrations"
 	"github.com/retrysafe/retrysafe/resources/orders"
+	"github.com/retrysafe/retrysafe/resources/payments"
+	"github.com/retrysafe/retrysafe/resources/payments/sandbox"
 	"github.com/retrysafe/retrysafe/resources/transfers"
 )
 
@@ -51,6 +53,9 @@ type Config struct {
 	// PostKeys configures the POST fallback (leases, waits, worker
 	// intervals, test fail points). Defaults to [postkeys.Config]'s.
 	PostKeys postkeys.Config
+	// ProviderTimeout bounds one call of payments to the sandbox provider.
+	// Defaults to [payments.DefaultProviderTimeout] (2s).
+	ProviderTimeout time.Duration
 }
 
 // App is the demo service.
@@ -61,9 +66,12 @@ type App struct {
 	// PostKeys is the POST fallback; Start runs its workers.
 	PostKeys  *postkeys.Adapter
 	Transfers *transfers.Transfers
-	Registry  *prometheus.Registry
-	router    *gin.Engine
-	logger    *slog.Logger
+	Payments  *payments.Payments
+	// Sandbox is the payment provider of the demo, on the same database.
+	Sandbox  *sandbox.Provider
+	Registry *prometheus.Registry
+	router   *gin.Engine
+	logger   *slog.Logger
 }
 
 // New opens the database, applies migrations and builds the router.
@@ -121,6 +129,14 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	provider, err := sandbox.New(db, sandbox.Config{Now: engine.Now, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	pay, err := payments.New(engine, keys, provider, payments.Config{ProviderTimeout: cfg.ProviderTimeout})
+	if err != nil {
+		return nil, err
+	}
 
 	router := gin.New()
 	router.HandleMethodNotAllowed = true
@@ -143,8 +159,10 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		return nil, err
 	}
 	trf.Mount(v1)
+	pay.Mount(v1)
+	provider.Mount(v1)
 
-	return &App{DB: db, Engine: engine, Orders: ord, PostKeys: keys, Transfers: trf, Registry: registry, router: router, logger: cfg.Logger}, nil
+	return &App{DB: db, Engine: engine, Orders: ord, PostKeys: keys, Transfers: trf, Payments: pay, Sandbox: provider, Registry: registry, router: router, logger: cfg.Logger}, nil
 }
 
 // Handler returns the HTTP handler of the API.
