@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -68,6 +69,12 @@ type widgets struct {
 	beforePhase  func(attempt int64) error
 	afterPhase   func(attempt int64) error
 	reconcileErr func() error
+}
+
+// render is the operation's RenderFunc: the body rebuilt from the widget row.
+func (w *widgets) render(ctx context.Context, db *gorm.DB, rec postkeys.Record) ([]byte, error) {
+	resp, err := w.response(ctx, rec.Tenant, rec.ResourceRef)
+	return resp.Body, err
 }
 
 type widget struct {
@@ -142,6 +149,25 @@ type harness struct {
 	widgets  *widgets
 	registry *prometheus.Registry
 	srv      *httptest.Server
+	logs     *lockedBuffer
+}
+
+// lockedBuffer collects log output from concurrent handlers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // setup builds the harness on dsn; tweak may change the adapter's Config
@@ -171,7 +197,9 @@ func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *ha
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := framework.NewEngine(db, framework.EngineConfig{Now: c.Now, Metrics: metrics})
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	engine, err := framework.NewEngine(db, framework.EngineConfig{Now: c.Now, Metrics: metrics, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +216,7 @@ func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *ha
 	wep, err := postkeys.Register(keys, postkeys.Operation[widgetCmd]{
 		Name: "widgets", Mode: postkeys.Phased,
 		RejectionCodes: []framework.Code{framework.CodeCardDeclined},
-		RunFunc:        w.run, ReconcileFunc: w.reconcile,
+		RunFunc:        w.run, ReconcileFunc: w.reconcile, RenderFunc: w.render,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +245,7 @@ ON CONFLICT (tenant_id) DO UPDATE SET value = counters.value + excluded.value`, 
 	v1.POST("/counters", cep.Handle)
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
-	return &harness{t: t, db: db, keys: keys, clock: c, widgets: w, registry: registry, srv: srv}
+	return &harness{t: t, db: db, keys: keys, clock: c, widgets: w, registry: registry, srv: srv, logs: logs}
 }
 
 type response struct {

@@ -2,8 +2,11 @@ package postkeys_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -460,5 +463,85 @@ func TestRegisterRejectsBadOperations(t *testing.T) {
 		if _, err := postkeys.Register(h.keys, op); err == nil {
 			t.Errorf("%s: Register accepted it", name)
 		}
+	}
+}
+
+func TestStoredBodyCapRerendersFromResource(t *testing.T) {
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		h := setup(t, dsn, func(cfg *postkeys.Config, _ *widgets) { cfg.MaxStoredBody = 16 })
+		first := h.post("/v1/widgets", tokenA, "k1", `{"name":"a widget with a long name"}`)
+		wantStatus(t, first, http.StatusCreated)
+		rec := h.record("a", "widgets", "k1")
+		if !rec.Truncated || len(rec.ResponseBody) != 0 || rec.ResourceRef == "" || rec.ResponseHeader.Get("Location") == "" {
+			t.Fatalf("record %+v", rec)
+		}
+		wantReplay(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"a widget with a long name"}`), first)
+
+		// A local operation without a RenderFunc cannot store a body over
+		// the cap: an internal error, and nothing is committed.
+		r := h.post("/v1/counters", tokenA, "c1", `{"by":1}`)
+		wantStatus(t, r, http.StatusInternalServerError)
+		h.noRecord("a", "counters", "c1")
+		if n := h.count("SELECT count(*) FROM counters"); n != 0 {
+			t.Fatalf("counters = %d", n)
+		}
+	})
+}
+
+// TestRetryWaitsForRunningAttemptThenReplays: a retry that finds a live
+// lease polls, and replays once the first attempt completes.
+func TestRetryWaitsForRunningAttemptThenReplays(t *testing.T) {
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		entered, release := make(chan struct{}), make(chan struct{})
+		h := setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
+			cfg.InProgressWait = 10 * time.Second
+			w.beforePhase = func(attempt int64) error {
+				if attempt == 1 {
+					close(entered)
+					<-release
+				}
+				return nil
+			}
+		})
+		firstc := make(chan response, 1)
+		go func() { firstc <- h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`) }()
+		<-entered
+		retryc := make(chan response, 1)
+		go func() { retryc <- h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`) }()
+		time.Sleep(30 * time.Millisecond) // let the retry find the record in progress
+		close(release)
+		first := <-firstc
+		wantStatus(t, first, http.StatusCreated)
+		wantReplay(t, <-retryc, first)
+		if h.widgets.runs.Load() != 1 {
+			t.Fatalf("runs = %d", h.widgets.runs.Load())
+		}
+	})
+}
+
+func TestTransitionsAreLoggedWithTheKeyHashOnly(t *testing.T) {
+	h := setup(t, testdb.New(t, "sqlite"), nil)
+	const key = "very-secret-key-42"
+	wantStatus(t, h.post("/v1/widgets", tokenA, key, `{"name":"w1"}`), http.StatusCreated)
+	wantStatus(t, h.post("/v1/widgets", tokenA, key, `{"name":"w1"}`), http.StatusCreated)
+	logs := h.logs.String()
+	if strings.Contains(logs, key) {
+		t.Fatalf("the raw key is in the logs:\n%s", logs)
+	}
+	var events []string
+	for line := range strings.Lines(logs) {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if ev["key_sha256"] != framework.KeyHash(key) || ev["tenant"] != "a" || ev["operation"] != "widgets" ||
+			len(ev["fingerprint"].(string)) != 12 || ev["duration"] == nil {
+			t.Fatalf("event %v", ev)
+		}
+		events = append(events, ev["event"].(string)+"/"+ev["state"].(string))
+	}
+	want := []string{"claimed/in_progress", "phase/in_progress", "completed/completed", "replayed/completed"}
+	if !slices.Equal(events, want) {
+		t.Fatalf("events %v, want %v", events, want)
 	}
 }
