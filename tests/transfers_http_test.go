@@ -2,7 +2,9 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/transfers"
@@ -84,6 +89,7 @@ func (e *env) wantNoTransferState() {
 }
 
 func TestTransferCreateAndReplay(t *testing.T) {
+	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e := newEnv(t, dsn)
 		first := e.transfer(tokenAcme, "tr-1", transferBody("acc_a", "acc_b", 500, "EUR"))
@@ -137,6 +143,7 @@ func TestTransferCreateAndReplay(t *testing.T) {
 }
 
 func TestTransferSameKeyOtherTenantIsIndependent(t *testing.T) {
+	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e := newEnv(t, dsn)
 		body := transferBody("acc_a", "acc_b", 700, "EUR")
@@ -161,6 +168,7 @@ func TestTransferSameKeyOtherTenantIsIndependent(t *testing.T) {
 }
 
 func TestTransferCurrencyMismatchIsStoredAndReplayed(t *testing.T) {
+	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e := newEnv(t, dsn)
 		wantStatus(t, e.transfer(tokenAcme, "t1", transferBody("acc_a", "acc_b", 100, "EUR")), http.StatusCreated)
@@ -188,6 +196,7 @@ func TestTransferCurrencyMismatchIsStoredAndReplayed(t *testing.T) {
 }
 
 func TestTransferKeyMissingOrInvalidStoresNothing(t *testing.T) {
+	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e := newEnv(t, dsn)
 		body := transferBody("acc_a", "acc_b", 100, "EUR")
@@ -229,6 +238,7 @@ func TestTransferKeyMissingOrInvalidStoresNothing(t *testing.T) {
 }
 
 func TestTransferValidationStoresNothingAndKeyStaysUsable(t *testing.T) {
+	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e := newEnv(t, dsn)
 		for body, code := range map[string]string{
@@ -257,6 +267,7 @@ func TestTransferValidationStoresNothingAndKeyStaysUsable(t *testing.T) {
 }
 
 func TestTransferXIdempotencyKeyAlone(t *testing.T) {
+	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e := newEnv(t, dsn)
 		body := transferBody("acc_a", "acc_b", 100, "EUR")
@@ -272,6 +283,7 @@ func TestTransferXIdempotencyKeyAlone(t *testing.T) {
 }
 
 func TestTransferKeyExpiresThenExecutesAnew(t *testing.T) {
+	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e := newEnv(t, dsn)
 		body := transferBody("acc_a", "acc_b", 100, "EUR")
@@ -301,6 +313,7 @@ func TestTransferKeyExpiresThenExecutesAnew(t *testing.T) {
 }
 
 func TestTransferConcurrentSameKeyMovesOnce(t *testing.T) {
+	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e := newEnv(t, dsn)
 		const n = 50
@@ -373,6 +386,7 @@ func TestTransferConcurrentSameKeyMovesOnce(t *testing.T) {
 // at once under different keys: accounts are updated in name order, so
 // every one of them executes.
 func TestTransferOppositeDirectionsDoNotDeadlock(t *testing.T) {
+	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e := newEnv(t, dsn)
 		const n = 20
@@ -405,5 +419,50 @@ func TestTransferOppositeDirectionsDoNotDeadlock(t *testing.T) {
 		}
 		e.wantBalance(tokenAcme, "acc_a", 0)
 		e.wantBalance(tokenAcme, "acc_b", 0)
+	})
+}
+
+// TestTransferLockTimeoutIsRequestInProgress: a duplicate that waits on a
+// claim held by a slow transaction longer than the lock timeout answers 409
+// request_in_progress and moves nothing; once the holder rolls back, the
+// key is free and the retry executes.
+func TestTransferLockTimeoutIsRequestInProgress(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		e := newEnv(t, dsn, func(c *app.Config) { c.LockTimeout = 300 * time.Millisecond })
+		now := e.clock.Now()
+		locked, release := make(chan struct{}), make(chan struct{})
+		done := make(chan error, 1)
+		errRollback := errors.New("roll back")
+		go func() {
+			done <- e.app.DB.Write(context.Background(), func(tx *gorm.DB) error {
+				err := tx.Exec(`INSERT INTO idempotency_records (tenant_id, operation, idem_key, fingerprint,
+fingerprint_version, state, recovery_point, attempt, locked_until, created_at, updated_at, expires_at)
+VALUES ('acme', 'transfers', 'slow', 'v1:x', 1, 'in_progress', 'started', 1, ?, ?, ?, ?)`,
+					now.Add(time.Minute), now, now, now.Add(time.Hour)).Error
+				if err != nil {
+					return err
+				}
+				close(locked)
+				<-release
+				return errRollback
+			})
+		}()
+		<-locked
+		body := transferBody("acc_a", "acc_b", 100, "EUR")
+		busy := e.transfer(tokenAcme, "slow", body)
+		close(release)
+		if err := <-done; !errors.Is(err, errRollback) {
+			t.Fatalf("lock holder: %v", err)
+		}
+		wantStatus(t, busy, http.StatusConflict)
+		if busy.Code(t) != "request_in_progress" || busy.Header.Get("Retry-After") == "" || busy.Header.Get("Idempotency-Key") != "slow" {
+			t.Fatalf("busy: %v %s", busy.Header, busy.Body)
+		}
+		if n := e.count("accounts", ""); n != 0 {
+			t.Fatalf("the timed-out request wrote %d accounts", n)
+		}
+		wantStatus(t, e.transfer(tokenAcme, "slow", body), http.StatusCreated)
+		e.wantBalance(tokenAcme, "acc_b", 100)
 	})
 }
