@@ -1,9 +1,38 @@
 // Package payments is the example resource on the POST fallback in phased
-// mode: a payment whose charge ID is assigned by a third party, the
-// [Provider].
+// mode (fallback/postkeys): a payment whose charge ID is assigned by a third
+// party, the [Provider].
+//
+//	POST /v1/payments      Idempotency-Key required; body [Command]
+//	GET  /v1/payments/:id  the tenant's [Payment]
+//
+// A payment cannot run in one local transaction, because the charge happens
+// at the provider. [Payments] therefore registers the operation
+// [Operation] in [postkeys.Phased] mode and commits its work in atomic
+// phases, each with a recovery point:
+//
+//  1. [PointCreated]: the pending payment row ("pay_…") and its downstream
+//     key are committed before the provider is called.
+//  2. The provider charges with that downstream key, derived by
+//     [postkeys.Run.DownstreamKey] from (tenant, operation, idempotency key,
+//     "charge:" + payment ID): every attempt of one execution sends the same
+//     key, so the provider deduplicates a repeated call; a new execution after
+//     the key expired has a new payment and so a new charge.
+//  3. [PointCharged]: the charge ID and status are committed on the row.
+//  4. The adapter stores the response: 201 with the payment, or 402
+//     card_declined, a business rejection that is replayed for that key.
+//
+// A provider call that outlives [Config.ProviderTimeout] (2s by default) may
+// have charged: the record is left unknown and the client gets 409
+// outcome_pending. The retry, or the recovery worker, runs the reconcile hook,
+// which asks the provider for the payment's downstream key
+// ([Provider.Lookup]) and completes the payment with the charge it finds; a
+// charge the provider does not know is requested again under the same key.
+// An attempt that died between phases is resumed from its recovery point.
+// [FailPointAfterCharge] names the crash window between the provider's answer
+// and the phase that records it, for tests.
 //
 // The package root holds the domain: [Charge], [ChargeRequest], the
-// [Provider] interface every payment provider implements, and the payment
-// methods the demo accepts. Package sandbox implements [Provider] for tests
-// and the demo.
+// [Provider] interface and its errors, and the payment methods the demo
+// accepts. Package sandbox implements [Provider] with a ledger in the same
+// database.
 package payments
