@@ -145,7 +145,7 @@ func (a *Adapter) CleanupOnce(ctx context.Context) (CleanupStats, error) {
 
 // Start runs the recovery worker and the janitor in one goroutine, every
 // Config.RecoveryInterval and Config.CleanupInterval, until ctx ends or
-// [Adapter.Stop] is called. It returns [ErrRunning] if they already run.
+// [Adapter.Stop] is called; the gauges are refreshed at once. It returns [ErrRunning] if they already run.
 func (a *Adapter) Start(ctx context.Context) error {
 	a.workerMu.Lock()
 	defer a.workerMu.Unlock()
@@ -180,6 +180,9 @@ func (a *Adapter) work(ctx context.Context) {
 	defer recovery.Stop()
 	cleanup := time.NewTicker(a.cfg.CleanupInterval)
 	defer cleanup.Stop()
+	if err := a.refreshGauges(ctx); err != nil && ctx.Err() == nil {
+		a.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency gauges not refreshed", slog.String("error", err.Error()))
+	}
 	for {
 		select {
 		case <-ctx.Done():
