@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -82,9 +81,6 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrFenced) {
-			at.a.logTransition(ctx, at, "fenced", StateInProgress, 0, false)
-		}
 		return err
 	}
 	at.point = point

@@ -418,9 +418,10 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 		if err != nil {
 			return outcome{}, err
 		}
-		if ok {
-			a.logTransition(ctx, at, "released", stateReleased, 0, false, slog.String("error", cause.Error()))
+		if !ok {
+			return a.afterFenced(ctx, at.op, at)
 		}
+		a.logTransition(ctx, at, "released", stateReleased, 0, false, slog.String("error", cause.Error()))
 		return outcome{}, cause
 	}
 	code := string(framework.ErrorFor(cause).Code)
