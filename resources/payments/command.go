@@ -1,34 +1,17 @@
 package payments
 
 import (
-	"encoding/json"
-	"math/big"
-	"reflect"
 	"strings"
 
 	"github.com/go-playground/validator/v10"
+
+	"github.com/retrysafe/retrysafe/framework"
 )
-
-// MinorUnits is an amount in the currency's smallest unit. It decodes from
-// any JSON spelling of an integer (4200, 4200.0, 4.2e3); a fraction is a
-// validation error.
-type MinorUnits int64
-
-// UnmarshalJSON implements [json.Unmarshaler].
-func (m *MinorUnits) UnmarshalJSON(b []byte) error {
-	s := string(b)
-	r, ok := new(big.Rat).SetString(s)
-	if !ok || strings.HasPrefix(s, `"`) || !r.IsInt() || !r.Num().IsInt64() {
-		return &json.UnmarshalTypeError{Value: "number " + s, Type: reflect.TypeFor[int64]()}
-	}
-	*m = MinorUnits(r.Num().Int64())
-	return nil
-}
 
 // Command is the body of POST /v1/payments.
 type Command struct {
 	// Amount is in minor units, 1..99999999.
-	Amount MinorUnits `json:"amount" validate:"min=1,max=99999999"`
+	Amount framework.Integer `json:"amount" validate:"min=1,max=99999999"`
 	// Currency is an ISO 4217 code; it is accepted in either case and
 	// normalized to lowercase ("usd").
 	Currency string `json:"currency" validate:"required,payments_currency"`

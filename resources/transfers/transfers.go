@@ -25,9 +25,9 @@ const Operation = "transfers"
 
 // Command is the body of POST /v1/transfers.
 type Command struct {
-	FromAccount string `json:"from_account" validate:"required"`
-	ToAccount   string `json:"to_account" validate:"required"`
-	Amount      Amount `json:"amount" validate:"min=1,max=99999999"`
+	FromAccount string            `json:"from_account" validate:"required"`
+	ToAccount   string            `json:"to_account" validate:"required"`
+	Amount      framework.Integer `json:"amount" validate:"min=1,max=99999999"`
 	// Currency is an ISO 4217 code, case-insensitive ("eur" is "EUR").
 	Currency string `json:"currency" validate:"required,iso4217"`
 }

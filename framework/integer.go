@@ -1,4 +1,4 @@
-package transfers
+package framework
 
 import (
 	"encoding/json"
@@ -8,19 +8,19 @@ import (
 	"strings"
 )
 
-// maxExponent bounds the exponent of an amount's spelling, so that 1e999999
+// maxExponent bounds the exponent of an integer's spelling, so that 1e999999
 // cannot make the parser build a huge number.
 const maxExponent = 30
 
-// Amount is an amount in minor units. It accepts any JSON spelling of an
+// Integer is an int64 command field that accepts any JSON spelling of an
 // integer (500, 500.0, 5e2, 5.00E+2), so that requests that mean the same
-// bind to the same command and have the same fingerprint; it is always
-// written as a plain integer.
-type Amount int64
+// bind to the same command and have the same fingerprint: amounts in minor
+// units, counts. It is always written as a plain integer.
+type Integer int64
 
 // UnmarshalJSON implements [json.Unmarshaler]. A fraction, a string or a
 // value outside int64 is a type error (validation_failed on the field).
-func (a *Amount) UnmarshalJSON(b []byte) error {
+func (a *Integer) UnmarshalJSON(b []byte) error {
 	s := string(b)
 	if s == "null" {
 		return nil
@@ -29,7 +29,7 @@ func (a *Amount) UnmarshalJSON(b []byte) error {
 	if !ok {
 		return &json.UnmarshalTypeError{Value: "number " + s, Type: reflect.TypeFor[int64]()}
 	}
-	*a = Amount(n)
+	*a = Integer(n)
 	return nil
 }
 
