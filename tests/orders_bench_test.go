@@ -1,10 +1,8 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/google/uuid"
@@ -26,15 +24,8 @@ func benchApp(b *testing.B, dialect string) http.Handler {
 	return a.Handler()
 }
 
-func serve(b *testing.B, h http.Handler, method, path string, body []byte, want int, headers ...string) {
-	req := httptest.NewRequest(method, path, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+tokenAcme)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if rec.Code != want {
+func serve(b *testing.B, h http.Handler, method, path string, body []byte, want int) {
+	if rec := serveInProcess(h, method, path, body); rec.Code != want {
 		b.Fatalf("%s %s: status %d, want %d: %s", method, path, rec.Code, want, rec.Body)
 	}
 }

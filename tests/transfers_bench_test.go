@@ -1,11 +1,9 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
@@ -41,11 +39,7 @@ func newTransferBench(b *testing.B, dialect string) *transferBench {
 }
 
 func (tb *transferBench) post(b *testing.B, key string, body []byte, replayed bool) {
-	req := httptest.NewRequest(http.MethodPost, "/v1/transfers", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+tokenAcme)
-	req.Header.Set("Idempotency-Key", key)
-	rec := httptest.NewRecorder()
-	tb.app.Handler().ServeHTTP(rec, req)
+	rec := serveInProcess(tb.app.Handler(), http.MethodPost, "/v1/transfers", body, "Idempotency-Key", key)
 	if rec.Code != http.StatusCreated || (rec.Header().Get("Idempotent-Replayed") == "true") != replayed {
 		b.Fatalf("POST /v1/transfers: %d %v %s", rec.Code, rec.Header(), rec.Body)
 	}
