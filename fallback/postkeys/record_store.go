@@ -114,6 +114,20 @@ const table = "idempotency_records"
 
 const pkWhere = "tenant_id = ? AND operation = ? AND idem_key = ?"
 
+// insert takes a key nobody holds: a fresh in_progress record at attempt 1,
+// in one INSERT … ON CONFLICT DO NOTHING. Unlike claim's DO UPDATE, a
+// conflict takes no row lock (and so writes nothing); on PostgreSQL a
+// conflicting uncommitted insert makes it wait for that transaction.
+func (recordStore) insert(db *gorm.DB, id recordID, fingerprint string, version int, now, lockedUntil, expiresAt time.Time) (bool, error) {
+	res := db.Exec(`INSERT INTO idempotency_records
+    (tenant_id, operation, idem_key, fingerprint, fingerprint_version, state, recovery_point, attempt,
+     locked_until, created_at, updated_at, expires_at)
+VALUES (?, ?, ?, ?, ?, 'in_progress', ?, 1, ?, ?, ?, ?)
+ON CONFLICT (tenant_id, operation, idem_key) DO NOTHING`,
+		id.tenant, id.operation, id.key, fingerprint, version, PointStarted, lockedUntil, now, now, expiresAt)
+	return res.RowsAffected == 1, res.Error
+}
+
 // claim inserts a fresh in_progress record, or reclaims an expired
 // completed one, in one statement; it reports the attempt number and
 // whether this caller now owns the record. A live record is left as it is

@@ -149,20 +149,12 @@ func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, ve
 	err := a.db.Write(ctx, func(tx *gorm.DB) error {
 		tx = tx.WithContext(ctx)
 		now := a.engine.Now()
-		number, claimed, err := a.records.claim(tx, at.id, at.fingerprint, version, now,
-			now.Add(a.cfg.LeaseDuration), a.engine.Retention().ReplayExpiry(now))
+		number, claimed, held, err := a.claimTx(tx, at, version, now)
 		if err != nil {
 			return err
 		}
 		if !claimed {
-			rec, found, err := a.records.get(tx, at.id)
-			if err != nil {
-				return err
-			}
-			if !found {
-				return errors.New("postkeys: the conflicting record vanished inside the claim's transaction")
-			}
-			out, err = a.answerExisting(ctx, tx, op, at, rec)
+			out, err = a.answerExisting(ctx, tx, op, at, held)
 			return err
 		}
 		at.number, at.claimedAt = number, now
@@ -213,6 +205,30 @@ func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, ve
 	return out, nil
 }
 
+// claimTx claims the key inside tx. A key nobody holds is taken by an
+// INSERT … ON CONFLICT DO NOTHING, which takes no row lock on a conflict;
+// the record found instead is read plainly, so a replay writes nothing. An
+// expired (or meanwhile released) record is reclaimed by the one claim
+// statement. When the key is held, held is the live record.
+func (a *Adapter) claimTx(tx *gorm.DB, at *attempt, version int, now time.Time) (number int64, claimed bool, held Record, err error) {
+	lease, expires := now.Add(a.cfg.LeaseDuration), a.engine.Retention().ReplayExpiry(now)
+	inserted, err := a.records.insert(tx, at.id, at.fingerprint, version, now, lease, expires)
+	if err != nil || inserted {
+		return 1, inserted, Record{}, err
+	}
+	rec, found, err := a.records.get(tx, at.id)
+	if err != nil || found && !a.expired(rec, now) {
+		return 0, false, rec, err
+	}
+	if number, claimed, err = a.records.claim(tx, at.id, at.fingerprint, version, now, lease, expires); err != nil || claimed {
+		return number, claimed, Record{}, err
+	}
+	if rec, found, err = a.records.get(tx, at.id); err == nil && !found {
+		err = errors.New("postkeys: the record vanished inside the claim's transaction")
+	}
+	return 0, false, rec, err
+}
+
 // answerExisting answers from a live record this request did not claim:
 // 422 for a different request, the stored response for a completed one,
 // 409 for an unfinished one.
@@ -257,6 +273,7 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 	waitUntil := time.Now().Add(a.cfg.InProgressWait)
 	claim := true
 	for range maxDecisions {
+		var rec Record
 		if claim {
 			now := a.engine.Now()
 			var (
@@ -265,8 +282,7 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 			)
 			err := a.db.Write(ctx, func(tx *gorm.DB) error {
 				var err error
-				number, claimed, err = a.records.claim(tx, at.id, at.fingerprint, version, now,
-					now.Add(a.cfg.LeaseDuration), a.engine.Retention().ReplayExpiry(now))
+				number, claimed, rec, err = a.claimTx(tx, at, version, now)
 				return err
 			})
 			if err != nil {
@@ -278,16 +294,21 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 				resp, err := op.run(ctx, at)
 				return a.finish(ctx, op, at, resp, err, false)
 			}
-		}
-		rec, found, err := a.records.get(a.db.Gorm.WithContext(ctx), at.id)
-		if err != nil {
-			return outcome{}, a.db.Classify(err)
+		} else {
+			var (
+				found bool
+				err   error
+			)
+			rec, found, err = a.records.get(a.db.Gorm.WithContext(ctx), at.id)
+			if err != nil {
+				return outcome{}, a.db.Classify(err)
+			}
+			if !found || a.expired(rec, a.engine.Now()) {
+				claim = true
+				continue
+			}
 		}
 		now := a.engine.Now()
-		if !found || a.expired(rec, now) {
-			claim = true
-			continue
-		}
 		claim = false
 		if rec.Fingerprint != at.fingerprint {
 			return outcome{}, errKeyReuse()
