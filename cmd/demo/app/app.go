@@ -31,8 +31,10 @@ func DefaultTokens() map[string]string {
 }
 
 // LegacyOrdersDeprecatedSince is when POST /v1/orders was deprecated in
-// favour of PUT /v1/orders/{id}.
-var LegacyOrdersDeprecatedSince = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+// favour of PUT /v1/orders/{id}: 2026-01-01.
+func LegacyOrdersDeprecatedSince() time.Time {
+	return time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+}
 
 // Config configures [New].
 type Config struct {
@@ -155,7 +157,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 
 	v1 := router.Group("/v1", framework.RequireAuth(auth, cfg.Logger))
 	ord.Mount(v1)
-	if err := ord.MountLegacyPOST(v1, framework.LegacyConfig{DeprecatedSince: LegacyOrdersDeprecatedSince}); err != nil {
+	if err := ord.MountLegacyPOST(v1, framework.LegacyConfig{DeprecatedSince: LegacyOrdersDeprecatedSince()}); err != nil {
 		return nil, err
 	}
 	trf.Mount(v1)
