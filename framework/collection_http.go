@@ -45,7 +45,7 @@ func ResourceID(c *gin.Context) (uuid.UUID, error) {
 	return id, nil
 }
 
-func (c *Collection[T]) fail(g *gin.Context, pattern string, start time.Time, err error) {
+func (c *Collection[T]) fail(g *gin.Context, pattern string, err error) {
 	if pattern != "" {
 		c.engine.metrics.Requests.WithLabelValues(pattern, c.res.Name, OutcomeOf(err)).Inc()
 	}
@@ -54,16 +54,26 @@ func (c *Collection[T]) fail(g *gin.Context, pattern string, start time.Time, er
 
 func (c *Collection[T]) handlePut(g *gin.Context) {
 	start := time.Now()
-	tenant, ok := Tenant(g, c.engine.logger)
+	tenant, id, ok := c.target(g, "put")
 	if !ok {
 		return
 	}
+	c.serveCreate(g, "put", start, PutRequest[T]{Tenant: tenant, ID: id, Header: g.Request.Header}, "")
+}
+
+// target reads the authenticated tenant and the :id of a request, or
+// answers 401 or 400 and reports false.
+func (c *Collection[T]) target(g *gin.Context, pattern string) (string, uuid.UUID, bool) {
+	tenant, ok := Tenant(g, c.engine.logger)
+	if !ok {
+		return "", uuid.Nil, false
+	}
 	id, err := ResourceID(g)
 	if err != nil {
-		c.fail(g, "put", start, err)
-		return
+		c.fail(g, pattern, err)
+		return "", uuid.Nil, false
 	}
-	c.serveCreate(g, "put", start, PutRequest[T]{Tenant: tenant, ID: id, Header: g.Request.Header}, "")
+	return tenant, id, true
 }
 
 // serveCreate binds the body into req.Command, runs the PUT and writes the
@@ -71,16 +81,16 @@ func (c *Collection[T]) handlePut(g *gin.Context) {
 func (c *Collection[T]) serveCreate(g *gin.Context, pattern string, start time.Time, req PutRequest[T], key string) {
 	body, err := c.engine.binder.ReadBody(g.Request)
 	if err != nil {
-		c.fail(g, pattern, start, err)
+		c.fail(g, pattern, err)
 		return
 	}
 	if req.Command, err = Bind[T](c.engine.binder, body); err != nil {
-		c.fail(g, pattern, start, err)
+		c.fail(g, pattern, err)
 		return
 	}
 	res, err := c.Put(g.Request.Context(), req)
 	if err != nil {
-		c.fail(g, pattern, start, err)
+		c.fail(g, pattern, err)
 		return
 	}
 	c.engine.metrics.Requests.WithLabelValues(pattern, c.res.Name, res.Outcome).Inc()
@@ -92,35 +102,25 @@ func (c *Collection[T]) serveCreate(g *gin.Context, pattern string, start time.T
 }
 
 func (c *Collection[T]) handleGet(g *gin.Context) {
-	tenant, ok := Tenant(g, c.engine.logger)
+	tenant, id, ok := c.target(g, "")
 	if !ok {
-		return
-	}
-	id, err := ResourceID(g)
-	if err != nil {
-		c.fail(g, "", time.Time{}, err)
 		return
 	}
 	res, err := c.Get(g.Request.Context(), tenant, id)
 	if err != nil {
-		c.fail(g, "", time.Time{}, err)
+		c.fail(g, "", err)
 		return
 	}
 	WriteReply(g.Writer, Reply{Status: http.StatusOK, Body: res.Body, ETag: res.ETag})
 }
 
 func (c *Collection[T]) handleDelete(g *gin.Context) {
-	tenant, ok := Tenant(g, c.engine.logger)
+	tenant, id, ok := c.target(g, "")
 	if !ok {
 		return
 	}
-	id, err := ResourceID(g)
-	if err != nil {
-		c.fail(g, "", time.Time{}, err)
-		return
-	}
 	if err := c.Delete(g.Request.Context(), tenant, id); err != nil {
-		c.fail(g, "", time.Time{}, err)
+		c.fail(g, "", err)
 		return
 	}
 	g.Status(http.StatusNoContent)
@@ -135,7 +135,7 @@ func (c *Collection[T]) handleList(g *gin.Context) {
 	if s := g.Query("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxPageSize {
-			c.fail(g, "", time.Time{}, &Error{Code: CodeValidationFailed, Detail: "limit must be an integer from 1 to " + strconv.Itoa(MaxPageSize),
+			c.fail(g, "", &Error{Code: CodeValidationFailed, Detail: "limit must be an integer from 1 to " + strconv.Itoa(MaxPageSize),
 				Fields: []FieldError{{Field: "limit", Reason: "min=1,max=" + strconv.Itoa(MaxPageSize)}}})
 			return
 		}
@@ -143,12 +143,12 @@ func (c *Collection[T]) handleList(g *gin.Context) {
 	}
 	page, err := c.List(g.Request.Context(), tenant, limit, g.Query("cursor"))
 	if err != nil {
-		c.fail(g, "", time.Time{}, err)
+		c.fail(g, "", err)
 		return
 	}
 	body, err := json.Marshal(page)
 	if err != nil {
-		c.fail(g, "", time.Time{}, err)
+		c.fail(g, "", err)
 		return
 	}
 	WriteReply(g.Writer, Reply{Status: http.StatusOK, Body: body})

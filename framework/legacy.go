@@ -63,7 +63,7 @@ func (c *Collection[T]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig) error {
 			err = Errorf(CodeIdempotencyKeyMissing, "this route requires an Idempotency-Key header; prefer PUT %s/{uuid}", c.res.BasePath)
 		}
 		if err != nil {
-			c.fail(g, "legacy_post", start, err)
+			c.fail(g, "legacy_post", err)
 			return
 		}
 		id := LegacyID(c.res.Name, key)
