@@ -21,7 +21,8 @@ import (
 type Config struct {
 	// LockTimeout bounds how long a write waits for a row lock held by a
 	// concurrent transaction (PostgreSQL lock_timeout, SQLite busy_timeout).
-	// A wait past it fails with [ErrLockTimeout]. Defaults to 2s.
+	// A wait past it fails with [ErrLockTimeout], which the framework answers
+	// 409 request_in_progress + Retry-After. Defaults to 1s.
 	LockTimeout time.Duration
 	// MaxOpenConns caps the connection pool. Defaults to 20 for PostgreSQL
 	// and 4 for SQLite, whose writers take turns on one database lock.
@@ -33,7 +34,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.LockTimeout == 0 {
-		c.LockTimeout = 2 * time.Second
+		c.LockTimeout = time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

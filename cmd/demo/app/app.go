@@ -50,7 +50,7 @@ type Config struct {
 	// [framework.DefaultRetention].
 	Retention framework.Retention
 	// LockTimeout bounds waits for locks held by concurrent requests.
-	// Defaults to 2s.
+	// Defaults to 1s.
 	LockTimeout time.Duration
 	// PostKeys configures the POST fallback (leases, waits, worker
 	// intervals, test fail points). Defaults to [postkeys.Config]'s.
