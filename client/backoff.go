@@ -21,7 +21,7 @@ type backoff struct {
 func (b backoff) ceiling(retry int) time.Duration {
 	c := b.base
 	for range retry {
-		if c >= b.max/2 {
+		if c > b.max/2 { // 2c > max; below it, 2c cannot overflow
 			return b.max
 		}
 		c *= 2

@@ -22,8 +22,8 @@ func TestBackoffProperty(t *testing.T) {
 
 		// The ceiling: min(max, base*2^retry), computed without overflow.
 		ceil := maxDelay
-		if retry < 40 && base<<retry < maxDelay {
-			ceil = base << retry
+		if retry < 63 && base <= maxDelay>>retry {
+			ceil = base << retry // cannot overflow: it is at most maxDelay
 		}
 		d, ok := b.delay(retry, ra, hasRA, budget)
 
@@ -86,6 +86,22 @@ func TestParseRetryAfter(t *testing.T) {
 		got, ok := parseRetryAfter(tt.in, now)
 		if got != tt.want || ok != tt.wantOK {
 			t.Fatalf("parseRetryAfter(%q) = %v, %t; want %v, %t", tt.in, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestBackoffCeilingIsExact(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		base, max time.Duration
+		retry     int
+		want      time.Duration
+	}{
+		{3, 7, 1, 6}, {3, 7, 2, 7}, {4, 8, 1, 8}, {time.Second, time.Minute, 0, time.Second},
+		{33554432, time.Hour, 38, time.Hour}, {time.Millisecond, 5 * time.Second, 200, 5 * time.Second},
+	} {
+		if got := (backoff{base: c.base, max: c.max}).ceiling(c.retry); got != c.want {
+			t.Fatalf("ceiling(base %v, max %v, retry %d) = %v, want %v", c.base, c.max, c.retry, got, c.want)
 		}
 	}
 }
