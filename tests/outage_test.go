@@ -84,8 +84,9 @@ func (p *tcpProxy) restore(t *testing.T) {
 }
 
 // TestDatabaseOutageIs503 cuts the connection between the API and
-// PostgreSQL: every request answers 503 unavailable (never a made-up
-// success), and once the database is back nothing half-written is there.
+// PostgreSQL: every request of either pattern answers 503 unavailable
+// (never a made-up success), and once the database is back nothing
+// half-written is there and the same IDs and keys execute once.
 func TestDatabaseOutageIs503(t *testing.T) {
 	t.Parallel()
 	dsn := testdb.New(t, "postgres")
@@ -108,6 +109,8 @@ func TestDatabaseOutageIs503(t *testing.T) {
 		e.do("GET", orderPath(kept), tokenAcme, nil),
 		e.do("GET", "/v1/orders", tokenAcme, nil),
 		e.do("DELETE", orderPath(kept), tokenAcme, nil),
+		e.do("POST", "/v1/transfers", tokenAcme, transferBody("acc_a", "acc_b", 500, "EUR"), "Idempotency-Key", "outage-transfer"),
+		e.do("POST", "/v1/payments", tokenAcme, paymentBody(4200, "pm_card_visa"), "Idempotency-Key", "outage-payment"),
 	} {
 		if r.Status != http.StatusServiceUnavailable {
 			t.Fatalf("status during outage = %d, want 503: %s", r.Status, r.Body)
@@ -124,6 +127,21 @@ func TestDatabaseOutageIs503(t *testing.T) {
 	if row := e.order("acme", kept); row.Version != 1 || row.DeletedAt != nil {
 		t.Fatalf("writes that answered 503 changed the order: %+v", row)
 	}
-	// The retry with the same ID now succeeds: 503 is safe to retry.
+	if n := e.count("idempotency_records", ""); n != 0 {
+		t.Fatalf("POSTs that answered 503 left %d idempotency records", n)
+	}
+	// Retries with the same ID or key now execute, once: 503 is safe to retry.
 	wantStatus(t, e.do("PUT", orderPath(lost), tokenAcme, orderBody(1, "1.00")), http.StatusCreated)
+	for _, r := range []response{
+		e.do("POST", "/v1/transfers", tokenAcme, transferBody("acc_a", "acc_b", 500, "EUR"), "Idempotency-Key", "outage-transfer"),
+		e.do("POST", "/v1/payments", tokenAcme, paymentBody(4200, "pm_card_visa"), "Idempotency-Key", "outage-payment"),
+	} {
+		wantStatus(t, r, http.StatusCreated)
+		if r.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("the first success after an outage is marked replayed: %s", r.Body)
+		}
+	}
+	if n := e.count("sandbox_charges", ""); n != 1 {
+		t.Fatalf("sandbox charges = %d, want 1", n)
+	}
 }
