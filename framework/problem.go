@@ -46,7 +46,7 @@ func ErrorFor(err error) *Error {
 	case errors.Is(err, store.ErrLockTimeout):
 		return &Error{Code: CodeRequestInProgress, Detail: "a request with the same identity is being executed; retry shortly", RetryAfter: retryAfterDefault, Err: err}
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		return &Error{Code: CodeUnavailable, Detail: "the database is unavailable; nothing was committed", RetryAfter: retryAfterDefault, Err: err}
+		return &Error{Code: CodeUnavailable, Detail: "the database is unavailable; retry with the same ID or key", RetryAfter: retryAfterDefault, Err: err}
 	}
 	return &Error{Code: CodeInternal, Detail: "an internal error occurred", Err: err}
 }
