@@ -14,6 +14,8 @@
 // Shared by both patterns (and by fallback/postkeys):
 //   - [Bind] and [Binder]: strict JSON (no duplicate keys, valid UTF-8,
 //     bounded depth and size, no unknown fields), defaults, validation.
+//   - [Integer]: an int64 command field that binds every JSON spelling of an
+//     integer (4200, 4200.0, 4.2e3) to one value, and so one fingerprint.
 //   - [ComputeFingerprint]: SHA-256 of the canonical validated command with
 //     tenant, operation, path parameters and semantic headers; versioned.
 //   - [Error], [ErrorFor], [WriteProblem]: stable problem codes, RFC 9457
