@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
+	"github.com/retrysafe/retrysafe/internal/testclock"
 )
 
 func TestMain(m *testing.M) {
@@ -28,38 +28,18 @@ const (
 	tokenGlobex = "sk_test_globex"
 )
 
-// clock is an injectable clock: tests move it instead of sleeping.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Now().UTC()} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // env is the demo API on a real database behind a real HTTP server.
 type env struct {
 	t     testing.TB
 	app   *app.App
 	srv   *httptest.Server
-	clock *clock
+	clock *testclock.Clock
 }
 
 // newEnv starts the demo app on dsn; cfg may adjust the configuration.
 func newEnv(t testing.TB, dsn string, cfg ...func(*app.Config)) *env {
 	t.Helper()
-	c := newClock()
+	c := testclock.New(time.Now().UTC())
 	conf := app.Config{DSN: dsn, Now: c.Now}
 	for _, f := range cfg {
 		f(&conf)
@@ -161,6 +141,23 @@ func serveInProcess(h http.Handler, method, path string, body []byte, headers ..
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// wantReplay stops the test unless r repeats first byte for byte (status,
+// body, stored headers) and is marked Idempotent-Replayed.
+func wantReplay(t testing.TB, r, first response) {
+	t.Helper()
+	if r.Status != first.Status || !bytes.Equal(r.Body, first.Body) {
+		t.Fatalf("replay differs:\n%d %s\nfirst %d %s", r.Status, r.Body, first.Status, first.Body)
+	}
+	if r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay is not marked Idempotent-Replayed: %v", r.Header)
+	}
+	for _, h := range []string{"Content-Type", "Location", "ETag", "Idempotency-Key", "Retry-After"} {
+		if r.Header.Get(h) != first.Header.Get(h) {
+			t.Fatalf("replayed %s = %q, first %q", h, r.Header.Get(h), first.Header.Get(h))
+		}
+	}
 }
 
 // wantStatus stops the test when r has another status.

@@ -48,23 +48,6 @@ func (e *env) charges(token, status string) []sandboxCharge {
 	return list
 }
 
-// wantReplay stops the test unless r repeats first byte for byte, with the
-// same stored headers and Idempotent-Replayed: true.
-func wantReplay(t testing.TB, r, first response) {
-	t.Helper()
-	if r.Status != first.Status || !bytes.Equal(r.Body, first.Body) {
-		t.Fatalf("replay differs:\n%d %s\n%d %s", r.Status, r.Body, first.Status, first.Body)
-	}
-	if r.Header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("replay is not marked Idempotent-Replayed: %v", r.Header)
-	}
-	for _, h := range []string{"Content-Type", "Location", "Idempotency-Key", "Retry-After"} {
-		if r.Header.Get(h) != first.Header.Get(h) {
-			t.Fatalf("replayed %s = %q, first %q", h, r.Header.Get(h), first.Header.Get(h))
-		}
-	}
-}
-
 // payment reads a payment row.
 type paymentRow struct {
 	Status           string

@@ -62,23 +62,6 @@ func (e *env) transferRecord(tenant, key string) postkeys.Record {
 	return rec
 }
 
-// wantTransferReplay stops the test unless r repeats first byte for byte,
-// with the same stored headers and Idempotent-Replayed: true.
-func wantTransferReplay(t testing.TB, r, first response) {
-	t.Helper()
-	if r.Status != first.Status || !bytes.Equal(r.Body, first.Body) {
-		t.Fatalf("replay differs:\n%d %s\nfirst %d %s", r.Status, r.Body, first.Status, first.Body)
-	}
-	if r.Header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("replay not marked Idempotent-Replayed: %v", r.Header)
-	}
-	for _, h := range []string{"Content-Type", "Location", "Etag", "Idempotency-Key", "Retry-After"} {
-		if r.Header.Get(h) != first.Header.Get(h) {
-			t.Fatalf("replayed %s = %q, first %q", h, r.Header.Get(h), first.Header.Get(h))
-		}
-	}
-}
-
 func (e *env) wantNoTransferState() {
 	e.t.Helper()
 	for _, table := range []string{"idempotency_records", "transfers", "accounts"} {
@@ -115,7 +98,7 @@ func TestTransferCreateAndReplay(t *testing.T) {
 			`{"from_account":"acc_a","to_account":"acc_b","amount":0.5E3,"currency":"EUR"}`,
 		} {
 			e.clock.Advance(time.Minute)
-			wantTransferReplay(t, e.transfer(tokenAcme, "tr-1", []byte(body)), first)
+			wantReplay(t, e.transfer(tokenAcme, "tr-1", []byte(body)), first)
 		}
 		e.wantBalance(tokenAcme, "acc_a", -500)
 		e.wantBalance(tokenAcme, "acc_b", 500)
@@ -156,7 +139,7 @@ func TestTransferSameKeyOtherTenantIsIndependent(t *testing.T) {
 		}
 		e.wantBalance(tokenAcme, "acc_b", 700)
 		e.wantBalance(tokenGlobex, "acc_b", 700)
-		wantTransferReplay(t, e.transfer(tokenGlobex, "shared", body), globex)
+		wantReplay(t, e.transfer(tokenGlobex, "shared", body), globex)
 		e.wantBalance(tokenAcme, "acc_b", 700)
 		if r := e.do(http.MethodGet, "/v1/accounts/nobody", tokenAcme, nil); r.Status != http.StatusNotFound || r.Code(t) != "not_found" {
 			t.Fatalf("unknown account: %d %s", r.Status, r.Body)
@@ -179,7 +162,7 @@ func TestTransferCurrencyMismatchIsStoredAndReplayed(t *testing.T) {
 		if first.Code(t) != "currency_mismatch" || first.Header.Get("Retry-After") != "" {
 			t.Fatalf("rejection %s %v", first.Body, first.Header)
 		}
-		wantTransferReplay(t, e.transfer(tokenAcme, "t2", transferBody("acc_c", "acc_b", 100, "usd")), first)
+		wantReplay(t, e.transfer(tokenAcme, "t2", transferBody("acc_c", "acc_b", 100, "usd")), first)
 		e.wantBalance(tokenAcme, "acc_b", 100)
 		if n := e.count("accounts", "name = ?", "acc_c"); n != 0 {
 			t.Fatalf("the rejected transfer created acc_c")
@@ -233,7 +216,7 @@ func TestTransferKeyMissingOrInvalidStoresNothing(t *testing.T) {
 		if quoted.Header.Get("Idempotency-Key") != "sf-1" {
 			t.Fatalf("echo %q", quoted.Header.Get("Idempotency-Key"))
 		}
-		wantTransferReplay(t, e.transfer(tokenAcme, "sf-1", body), quoted)
+		wantReplay(t, e.transfer(tokenAcme, "sf-1", body), quoted)
 	})
 }
 
@@ -276,8 +259,8 @@ func TestTransferXIdempotencyKeyAlone(t *testing.T) {
 		if first.Header.Get("Idempotency-Key") != "alias-1" {
 			t.Fatalf("echo %v", first.Header)
 		}
-		wantTransferReplay(t, e.transfer(tokenAcme, "alias-1", body), first)
-		wantTransferReplay(t, e.transfer(tokenAcme, "", body, "X-Idempotency-Key", "alias-1", "Idempotency-Key", "alias-1"), first)
+		wantReplay(t, e.transfer(tokenAcme, "alias-1", body), first)
+		wantReplay(t, e.transfer(tokenAcme, "", body, "X-Idempotency-Key", "alias-1", "Idempotency-Key", "alias-1"), first)
 		e.wantBalance(tokenAcme, "acc_b", 100)
 	})
 }
@@ -290,7 +273,7 @@ func TestTransferKeyExpiresThenExecutesAnew(t *testing.T) {
 		first := e.transfer(tokenAcme, "k1", body)
 		wantStatus(t, first, http.StatusCreated)
 		e.clock.Advance(24*time.Hour - time.Second)
-		wantTransferReplay(t, e.transfer(tokenAcme, "k1", body), first)
+		wantReplay(t, e.transfer(tokenAcme, "k1", body), first)
 		e.clock.Advance(time.Second)
 		again := e.transfer(tokenAcme, "k1", body)
 		wantStatus(t, again, http.StatusCreated)

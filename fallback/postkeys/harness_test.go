@@ -22,6 +22,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/testclock"
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -32,24 +33,6 @@ const (
 	tokenB = "tok_b"
 	lease  = 30 * time.Second
 )
-
-// clock is the injected clock: tests move it instead of sleeping.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // widgetCmd is the command of the test operations.
 type widgetCmd struct {
@@ -145,7 +128,7 @@ type harness struct {
 	t        *testing.T
 	db       *store.DB
 	keys     *postkeys.Adapter
-	clock    *clock
+	clock    *testclock.Clock
 	widgets  *widgets
 	registry *prometheus.Registry
 	srv      *httptest.Server
@@ -191,7 +174,7 @@ func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *ha
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	c := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := testclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	registry := prometheus.NewRegistry()
 	metrics, err := framework.NewMetrics(registry)
 	if err != nil {

@@ -1,0 +1,31 @@
+// Package testclock is an injectable clock for tests: they move it instead
+// of sleeping through replay windows, leases and TTLs.
+package testclock
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock is safe for concurrent use; pass its Now method as a Now func.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// New returns a clock that stands at start.
+func New(start time.Time) *Clock { return &Clock{now: start} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
