@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -276,5 +277,19 @@ func TestCanonicalNumberExponentBounds(t *testing.T) {
 	}
 	if got, err := canonicalNumber("1e9223372036854775807"); err != nil || got != "1e9223372036854775807" {
 		t.Fatalf("largest exponent: %q, %v", got, err)
+	}
+}
+
+func TestSemanticHeaders(t *testing.T) {
+	t.Parallel()
+	h := http.Header{}
+	h.Set("api-version", "2026-01-01")
+	h.Set("Authorization", "Bearer secret")
+	got := SemanticHeaders(h, []string{"API-Version", "X-Tenant-Region"})
+	if len(got) != 1 || got["Api-Version"] != "2026-01-01" {
+		t.Fatalf("SemanticHeaders = %v", got)
+	}
+	if SemanticHeaders(h, []string{"X-None"}) != nil {
+		t.Fatal("no declared header present should give nil")
 	}
 }

@@ -167,19 +167,10 @@ type Result struct {
 func (c *Collection[T]) location(id uuid.UUID) string { return c.res.BasePath + "/" + id.String() }
 
 func (c *Collection[T]) fingerprint(req PutRequest[T]) (Fingerprint, error) {
-	var headers map[string]string
-	for _, name := range c.res.SemanticHeaders {
-		if v := req.Header.Get(name); v != "" {
-			if headers == nil {
-				headers = map[string]string{}
-			}
-			headers[http.CanonicalHeaderKey(name)] = v
-		}
-	}
 	return ComputeFingerprint(FingerprintInput{
 		Tenant: req.Tenant, Operation: c.res.Name,
 		PathParams: map[string]string{"id": req.ID.String()},
-		Headers:    headers, Command: req.Command, Volatile: c.res.Volatile,
+		Headers:    SemanticHeaders(req.Header, c.res.SemanticHeaders), Command: req.Command, Volatile: c.res.Volatile,
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"strings"
 )
@@ -46,6 +47,21 @@ func (f Fingerprint) String() string {
 
 // Short returns a 12-hex-digit prefix for logs.
 func (f Fingerprint) Short() string { return hex.EncodeToString(f.Sum[:6]) }
+
+// SemanticHeaders picks the values of the named headers from h, keyed by
+// canonical name, for [FingerprintInput.Headers]; nil when none is set.
+func SemanticHeaders(h http.Header, names []string) map[string]string {
+	var out map[string]string
+	for _, name := range names {
+		if v := h.Get(name); v != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[http.CanonicalHeaderKey(name)] = v
+		}
+	}
+	return out
+}
 
 // ComputeFingerprint canonicalizes in and hashes it with SHA-256.
 func ComputeFingerprint(in FingerprintInput) (Fingerprint, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -74,17 +73,9 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 	for _, p := range c.Params {
 		params[p.Key] = p.Value
 	}
-	var headers map[string]string
-	for _, name := range op.semantic {
-		if v := c.Request.Header.Get(name); v != "" {
-			if headers == nil {
-				headers = map[string]string{}
-			}
-			headers[http.CanonicalHeaderKey(name)] = v
-		}
-	}
 	fp, err := framework.ComputeFingerprint(framework.FingerprintInput{Tenant: tenant, Operation: op.name,
-		PathParams: params, Headers: headers, Command: cmd, Volatile: op.volatile})
+		PathParams: params, Headers: framework.SemanticHeaders(c.Request.Header, op.semantic),
+		Command: cmd, Volatile: op.volatile})
 	if err != nil {
 		a.fail(c, op, err)
 		return
