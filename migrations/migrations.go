@@ -1,8 +1,16 @@
-// Package migrations holds the SQL schema of retrysafe, one folder per
-// dialect (postgres/, sqlite/), embedded in the binary and applied by goose.
+// Package migrations owns the framework's own tables (the POST fallback's
+// idempotency records; later the outbox and inbox), one embedded goose
+// source per dialect (postgres/, sqlite/).
 //
-// [Up] is idempotent: every process calls it at start, and concurrent starts
-// against one PostgreSQL database take turns on an advisory lock.
+// [Up] applies them and nothing else: an application calls it at start-up
+// next to its own migrations and gets no demo or example table. The
+// framework's versions are kept in their own goose table
+// ([VersionTable]), so they never mix with the application's.
+//
+// [Apply] is the same machinery for any other embedded source (the example
+// resources' tables in resources/schema use it, and an application may too).
+// Both are idempotent: every process may call them at start, and concurrent
+// starts against one PostgreSQL database take turns on an advisory lock.
 //
 // A new migration is a pair of files with the same number, one per dialect,
 // so that both stores always have the same tables.
@@ -19,19 +27,34 @@ import (
 	"github.com/pressly/goose/v3/lock"
 )
 
+// VersionTable is the goose version table of the framework's migrations.
+const VersionTable = "retrysafe_schema_version"
+
 //go:embed postgres/*.sql sqlite/*.sql
 var files embed.FS
 
-// Up applies every pending migration for dialect ("postgres" or "sqlite").
+// Up applies every pending framework migration for dialect ("postgres" or
+// "sqlite") on db.
 func Up(ctx context.Context, db *sql.DB, dialect string) error {
+	return Apply(ctx, db, dialect, files, VersionTable)
+}
+
+// Apply applies every pending migration of source for dialect: the files of
+// source's subfolder named after the dialect ("postgres/", "sqlite/"),
+// versioned in versionTable. Each migration source needs a version table of
+// its own.
+func Apply(ctx context.Context, db *sql.DB, dialect string, source fs.FS, versionTable string) error {
+	if versionTable == "" {
+		return fmt.Errorf("migrations: a version table name is required")
+	}
 	var (
 		gooseDialect goose.Dialect
-		opts         []goose.ProviderOption
+		opts         = []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
 	)
 	switch dialect {
 	case "postgres":
 		gooseDialect = goose.DialectPostgres
-		locker, err := lock.NewPostgresSessionLocker()
+		locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID(versionTable)))
 		if err != nil {
 			return err
 		}
@@ -41,17 +64,26 @@ func Up(ctx context.Context, db *sql.DB, dialect string) error {
 	default:
 		return fmt.Errorf("migrations: unknown dialect %q", dialect)
 	}
-	fsys, err := fs.Sub(files, dialect)
+	fsys, err := fs.Sub(source, dialect)
 	if err != nil {
 		return err
 	}
-	opts = append(opts, goose.WithDisableGlobalRegistry(true))
-	provider, err := goose.NewProvider(gooseDialect, db, fsys, opts...)
+	provider, err := goose.NewProvider(gooseDialect, db, fsys, append(opts, goose.WithTableName(versionTable))...)
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
 	if _, err := provider.Up(ctx); err != nil {
-		return fmt.Errorf("migrations: up: %w", err)
+		return fmt.Errorf("migrations: up %s: %w", versionTable, err)
 	}
 	return nil
+}
+
+// lockID derives the advisory lock of one version table, so that the
+// framework's and an application's migrations do not wait for each other.
+func lockID(versionTable string) int64 {
+	var h int64 = 5381
+	for i := 0; i < len(versionTable); i++ {
+		h = h*33 + int64(versionTable[i])
+	}
+	return h & 0x7fffffffffff
 }

@@ -18,10 +18,10 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
-	"github.com/retrysafe/retrysafe/migrations"
 	"github.com/retrysafe/retrysafe/resources/orders"
 	"github.com/retrysafe/retrysafe/resources/payments"
 	"github.com/retrysafe/retrysafe/resources/payments/sandbox"
+	"github.com/retrysafe/retrysafe/resources/schema"
 	"github.com/retrysafe/retrysafe/resources/transfers"
 )
 
@@ -100,7 +100,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 }
 
 func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
-	if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+	if err := schema.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
 		return nil, err
 	}
 	registry := prometheus.NewRegistry()

@@ -16,9 +16,9 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
-	"github.com/retrysafe/retrysafe/migrations"
 	"github.com/retrysafe/retrysafe/resources/payments"
 	"github.com/retrysafe/retrysafe/resources/payments/sandbox"
+	"github.com/retrysafe/retrysafe/resources/schema"
 )
 
 func openDB(t *testing.T, dsn string) *store.DB {
@@ -28,7 +28,7 @@ func openDB(t *testing.T, dsn string) *store.DB {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if err := migrations.Up(context.Background(), db.SQL(), db.Dialect.Name()); err != nil {
+	if err := schema.Up(context.Background(), db.SQL(), db.Dialect.Name()); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	return db

@@ -1,0 +1,31 @@
+// Package schema holds the tables of the example resources and the demo
+// (orders, transfers and accounts, payments, the sandbox provider's
+// charges), one embedded goose source per dialect, apart from the
+// framework's own tables in package migrations.
+//
+// It is what an application does for its own tables: an embedded source
+// applied with [migrations.Apply] under a version table of its own.
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+
+	"github.com/retrysafe/retrysafe/migrations"
+)
+
+// VersionTable is the goose version table of these migrations.
+const VersionTable = "retrysafe_examples_schema_version"
+
+//go:embed postgres/*.sql sqlite/*.sql
+var files embed.FS
+
+// Up applies the framework's migrations and then the example resources'
+// tables for dialect ("postgres" or "sqlite").
+func Up(ctx context.Context, db *sql.DB, dialect string) error {
+	if err := migrations.Up(ctx, db, dialect); err != nil {
+		return err
+	}
+	return migrations.Apply(ctx, db, dialect, files, VersionTable)
+}
