@@ -13,16 +13,19 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
-// allCodes is every problem code of the wire contract.
-var allCodes = []string{
-	CodeMalformedJSON, CodeValidationFailed, CodeInvalidResourceID,
-	CodeIdempotencyKeyMissing, CodeIdempotencyKeyInvalid, CodeUnauthenticated,
-	CodeNotFound, CodeRequestInProgress, CodeOutcomePending, CodeResourceLocked,
-	CodeCurrencyMismatch, CodeResourceDeleted, CodePreconditionFailed,
-	CodePayloadTooLarge, CodeIdempotencyKeyReuse, CodeCardDeclined, CodeUnavailable,
-}
+// allCodes is every generic problem code of the wire contract plus
+// business codes that services register for themselves.
+var allCodes = func() []string {
+	codes := []string{"card_declined", "currency_mismatch", "insufficient_funds"}
+	for _, info := range wire.Generic() {
+		codes = append(codes, string(info.Code))
+	}
+	return codes
+}()
 
 // wantDecision is the decision table written independently of Classify,
 // straight from the issue.
@@ -56,6 +59,35 @@ func TestClassifyTable(t *testing.T) {
 			if d := Classify(status, code, nil); d != Fail {
 				t.Fatalf("Classify(%d, %q) = %v, want fail", status, code, d)
 			}
+		}
+	}
+}
+
+// TestClassifyAnswerRetryAfter: a code the client does not know is judged
+// by its status and Retry-After; a known final code never becomes
+// retryable because of a Retry-After.
+func TestClassifyAnswerRetryAfter(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		status     int
+		code       string
+		retryAfter bool
+		want       Decision
+	}{
+		{409, "ledger_busy", true, Retry},
+		{409, "ledger_busy", false, Fail},
+		{409, "currency_mismatch", false, Fail},
+		{409, CodeResourceLocked, true, Fail},
+		{409, CodeRequestInProgress, false, Retry},
+		{402, "card_declined", true, Fail},
+		{422, "insufficient_funds", true, Fail},
+		{429, "", false, Retry},
+		{503, "maintenance", false, Retry},
+		{409, "", true, Fail},
+	}
+	for _, tt := range tests {
+		if got := ClassifyAnswer(tt.status, tt.code, tt.retryAfter, nil); got != tt.want {
+			t.Fatalf("ClassifyAnswer(%d, %q, %v) = %v, want %v", tt.status, tt.code, tt.retryAfter, got, tt.want)
 		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Client sends writes to a retrysafe API and retries them safely: every
@@ -183,7 +185,7 @@ func (c *Client) Create(ctx context.Context, req CreateRequest) (*Result, error)
 		return nil, fmt.Errorf("%w: Create: stored ID %q for operation %q is not a UUID", ErrInvalidRequest, idStr, req.Operation)
 	}
 	h := c.requestHeader(req.Header, req.Body)
-	h.Set("If-None-Match", "*")
+	h.Set(wire.HeaderIfNoneMatch, "*")
 	res, err := c.do(ctx, &attempt{
 		method: http.MethodPut,
 		url:    c.base.JoinPath(req.Collection, id.String()).String(),
@@ -223,7 +225,7 @@ func (c *Client) Post(ctx context.Context, req PostRequest) (*Result, error) {
 		return nil, fmt.Errorf("Post: operation %q: %w", req.Operation, err)
 	}
 	h := c.requestHeader(req.Header, req.Body)
-	h.Set("Idempotency-Key", key)
+	h.Set(wire.HeaderIdempotencyKey, key)
 	sum := sha256.Sum256([]byte(key))
 	res, err := c.do(ctx, &attempt{
 		method: http.MethodPost,
@@ -252,20 +254,13 @@ func (c *Client) Forget(ctx context.Context, operation string) error {
 	return c.cfg.KeyStore.Delete(ctx, operation)
 }
 
-// ValidateKey reports whether key is a valid idempotency key: 1–255
-// characters of [A-Za-z0-9._:-]. It returns nil or an error wrapping
-// [ErrInvalidKey].
+// ValidateKey reports whether key is a valid idempotency key
+// ([wire.ValidateKey]: 1 to [wire.MaxKeyLen] characters of [A-Za-z0-9._:-]).
+// It returns nil or an error wrapping [ErrInvalidKey] and
+// [wire.ErrInvalidKey].
 func ValidateKey(key string) error {
-	if key == "" || len(key) > 255 {
-		return fmt.Errorf("%w: length %d, want 1 to 255", ErrInvalidKey, len(key))
-	}
-	for i := range len(key) {
-		switch ch := key[i]; {
-		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9',
-			ch == '.', ch == '_', ch == ':', ch == '-':
-		default:
-			return fmt.Errorf("%w: character %q at offset %d is outside [A-Za-z0-9._:-]", ErrInvalidKey, ch, i)
-		}
+	if err := wire.ValidateKey(key); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidKey, err)
 	}
 	return nil
 }
@@ -308,8 +303,8 @@ func (c *Client) requestHeader(extra http.Header, body []byte) http.Header {
 	if h == nil {
 		h = http.Header{}
 	}
-	if len(body) > 0 && h.Get("Content-Type") == "" {
-		h.Set("Content-Type", "application/json")
+	if len(body) > 0 && h.Get(wire.HeaderContentType) == "" {
+		h.Set(wire.HeaderContentType, wire.ContentTypeJSON)
 	}
 	if h.Get("Accept") == "" {
 		h.Set("Accept", "application/json, application/problem+json")
@@ -364,7 +359,7 @@ func (r *response) code() string {
 	if r.problem == nil {
 		return ""
 	}
-	return r.problem.Code
+	return string(r.problem.Code)
 }
 
 // do runs the retry loop of one logical operation.
@@ -399,7 +394,8 @@ func (c *Client) do(ctx context.Context, a *attempt) (*Result, error) {
 		if errors.Is(last.err, ErrResponseTooLarge) {
 			return nil, fail(last.status/100 == 2 || isDefinitive(last.status), last.err)
 		}
-		decision := Classify(last.status, last.code(), last.err)
+		hasRetryAfter := last.header != nil && last.header.Get(wire.HeaderRetryAfter) != ""
+		decision := ClassifyAnswer(last.status, last.code(), hasRetryAfter, last.err)
 		c.cfg.Logger.LogAttrs(ctx, slog.LevelDebug, "retrysafe client attempt",
 			slog.String("method", a.method), slog.String("url", a.url), a.log,
 			slog.Int("attempt", attempts), slog.Int("status", last.status),
@@ -410,11 +406,11 @@ func (c *Client) do(ctx context.Context, a *attempt) (*Result, error) {
 		case Done:
 			return &Result{
 				Status:   last.status,
-				Replayed: strings.EqualFold(last.header.Get("Idempotent-Replayed"), "true"),
+				Replayed: strings.EqualFold(last.header.Get(wire.HeaderIdempotentReplayed), "true"),
 				Header:   last.header,
 				Body:     last.body,
-				Location: last.header.Get("Location"),
-				ETag:     last.header.Get("ETag"),
+				Location: last.header.Get(wire.HeaderLocation),
+				ETag:     last.header.Get(wire.HeaderETag),
 				Attempts: attempts,
 			}, nil
 
@@ -437,7 +433,7 @@ func (c *Client) do(ctx context.Context, a *attempt) (*Result, error) {
 
 		case Retry:
 			justRefreshed = false
-			mayHaveEffect = mayHaveEffect || mayHaveTakenEffect(last.status, last.code(), last.err)
+			mayHaveEffect = mayHaveEffect || mayHaveTakenEffect(last.status, last.err)
 			exhausted := func(why string) error {
 				if last.err != nil {
 					return fmt.Errorf("%w: %s: %w", ErrRetriesExhausted, why, last.err)
@@ -456,7 +452,7 @@ func (c *Client) do(ctx context.Context, a *attempt) (*Result, error) {
 			}
 			retryAfter, hasRetryAfter := time.Duration(0), false
 			if last.header != nil {
-				retryAfter, hasRetryAfter = parseRetryAfter(last.header.Get("Retry-After"), c.cfg.NowFunc())
+				retryAfter, hasRetryAfter = parseRetryAfter(last.header.Get(wire.HeaderRetryAfter), c.cfg.NowFunc())
 			}
 			wait, ok := c.backoff.delay(retries, retryAfter, hasRetryAfter, budget)
 			if !ok {
@@ -488,7 +484,7 @@ func (c *Client) send(ctx context.Context, a *attempt, token string, budget time
 	}
 	req.Header = a.header.Clone()
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set(wire.HeaderAuthorization, "Bearer "+token)
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {

@@ -345,20 +345,25 @@ func TestRefreshErrorIsReturned(t *testing.T) {
 
 func TestDefinitiveAnswersAreNotRetried(t *testing.T) {
 	t.Parallel()
+	// Known final codes are not retried even with a stray Retry-After; a
+	// service's own codes are final when, as the server does, they come
+	// without one.
 	tests := []struct {
-		status int
-		code   string
+		status     int
+		code       string
+		retryAfter string
 	}{
-		{http.StatusBadRequest, client.CodeValidationFailed},
-		{http.StatusBadRequest, client.CodeMalformedJSON},
-		{http.StatusPaymentRequired, client.CodeCardDeclined},
-		{http.StatusNotFound, client.CodeNotFound},
-		{http.StatusConflict, client.CodeResourceLocked},
-		{http.StatusConflict, client.CodeCurrencyMismatch},
-		{http.StatusGone, client.CodeResourceDeleted},
-		{http.StatusPreconditionFailed, client.CodePreconditionFailed},
-		{http.StatusRequestEntityTooLarge, client.CodePayloadTooLarge},
-		{http.StatusUnprocessableEntity, client.CodeIdempotencyKeyReuse},
+		{http.StatusBadRequest, client.CodeValidationFailed, "1"},
+		{http.StatusBadRequest, client.CodeMalformedJSON, "1"},
+		{http.StatusPaymentRequired, "card_declined", "1"},
+		{http.StatusNotFound, client.CodeNotFound, "1"},
+		{http.StatusConflict, client.CodeResourceLocked, "1"},
+		{http.StatusConflict, "currency_mismatch", ""},
+		{http.StatusGone, client.CodeResourceDeleted, "1"},
+		{http.StatusPreconditionFailed, client.CodePreconditionFailed, "1"},
+		{http.StatusRequestEntityTooLarge, client.CodePayloadTooLarge, "1"},
+		{http.StatusUnsupportedMediaType, client.CodeUnsupportedMediaType, "1"},
+		{http.StatusUnprocessableEntity, client.CodeIdempotencyKeyReuse, "1"},
 	}
 	for _, tt := range tests {
 		for _, method := range []string{http.MethodPost, http.MethodPut} {
@@ -367,11 +372,11 @@ func TestDefinitiveAnswersAreNotRetried(t *testing.T) {
 				env := setup(t, nil)
 				var err error
 				if method == http.MethodPost {
-					env.api.setFixed("/v1/payments", fixedAnswer{status: tt.status, code: tt.code, retryAfter: "1"})
+					env.api.setFixed("/v1/payments", fixedAnswer{status: tt.status, code: tt.code, retryAfter: tt.retryAfter})
 					_, err = env.client.Post(t.Context(), client.PostRequest{Path: "/v1/payments", Body: paymentBody})
 				} else {
 					id := uuid.New()
-					env.api.setFixed("/v1/orders/"+id.String(), fixedAnswer{status: tt.status, code: tt.code, retryAfter: "1"})
+					env.api.setFixed("/v1/orders/"+id.String(), fixedAnswer{status: tt.status, code: tt.code, retryAfter: tt.retryAfter})
 					_, err = env.client.Create(t.Context(), client.CreateRequest{Collection: "/v1/orders", ID: id, Body: orderBody})
 				}
 				e := asError(t, err)

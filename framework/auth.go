@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Principal is the authenticated caller. Every record and resource is scoped
@@ -64,7 +66,7 @@ func ParseTokenList(list string) (map[string]string, error) {
 // Authenticate implements [Authenticator]. Tokens are compared by their
 // SHA-256, so lookup time does not depend on how much of a token matches.
 func (s *StaticTokens) Authenticate(r *http.Request) (Principal, error) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	scheme, token, ok := strings.Cut(r.Header.Get(wire.HeaderAuthorization), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return Principal{}, Errorf(CodeUnauthenticated, "a bearer token is required")
 	}
@@ -91,7 +93,10 @@ func PrincipalFromContext(ctx context.Context) (Principal, bool) {
 }
 
 // RequireAuth is gin middleware that authenticates every request before any
-// handler (and so before any replay) runs: a key is never a credential.
+// handler (and so before any replay) runs: a key is never a credential. A
+// request it refuses is answered 401 unauthenticated with
+// WWW-Authenticate: Bearer, without its body being read. Handlers behind it
+// read the tenant with [Tenant] or [PrincipalFromContext].
 func RequireAuth(a Authenticator, logger *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p, err := a.Authenticate(c.Request)
@@ -103,4 +108,15 @@ func RequireAuth(a Authenticator, logger *slog.Logger) gin.HandlerFunc {
 		c.Request = c.Request.WithContext(WithPrincipal(c.Request.Context(), p))
 		c.Next()
 	}
+}
+
+// Tenant returns the authenticated tenant of the request (set by
+// [RequireAuth]), or answers 401 unauthenticated and reports false.
+func Tenant(c *gin.Context, logger *slog.Logger) (string, bool) {
+	p, ok := PrincipalFromContext(c.Request.Context())
+	if !ok || p.Tenant == "" {
+		WriteProblem(c.Writer, c.Request, logger, Errorf(CodeUnauthenticated, "a bearer token is required"))
+		return "", false
+	}
+	return p.Tenant, true
 }

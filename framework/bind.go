@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/go-playground/validator/v10"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // DefaultMaxBodyBytes is the request body limit when none is set: 1 MiB.
@@ -78,7 +80,15 @@ func (b *Binder) Validator() *validator.Validate { return b.validate }
 
 // ReadBody reads the request body up to the limit; a larger body fails with
 // payload_too_large before it is read in full.
+//
+// A body declared as anything but JSON (application/json,
+// application/*+json, with any parameters) is refused with
+// unsupported_media_type before it is read; a missing Content-Type is read
+// as JSON.
 func (b *Binder) ReadBody(r *http.Request) ([]byte, error) {
+	if ct := r.Header.Get(wire.HeaderContentType); !wire.IsJSONMediaType(ct) {
+		return nil, Errorf(CodeUnsupportedMediaType, "the body must be JSON (application/json), not %q", ct)
+	}
 	if r.ContentLength > b.maxBodyBytes {
 		return nil, Errorf(CodePayloadTooLarge, "body is larger than %d bytes", b.maxBodyBytes)
 	}

@@ -46,6 +46,9 @@ type Resource[T any] struct {
 	// Name is the URL segment and the operation name in fingerprints
 	// ("orders"). Required.
 	Name string
+	// Singular names one resource in problem details ("no such order").
+	// Defaults to Name without a trailing "s".
+	Singular string
 	// Table is the resource table, which has the engine's column shape (see
 	// the migrations). Defaults to Name.
 	Table string
@@ -93,6 +96,9 @@ func NewCollection[T any](e *Engine, r Resource[T]) (*Collection[T], error) {
 	}
 	if r.Mode != CreateOrReplace && r.Mode != CreateOnly {
 		return nil, fmt.Errorf("framework: resource %q has an unknown mode", r.Name)
+	}
+	if r.Singular == "" {
+		r.Singular = strings.TrimSuffix(r.Name, "s")
 	}
 	if r.Table == "" {
 		r.Table = r.Name
@@ -367,7 +373,7 @@ func (c *Collection[T]) Get(ctx context.Context, tenant string, id uuid.UUID) (R
 	err := c.engine.db.Gorm.WithContext(ctx).Table(c.res.Table).
 		Where("tenant_id = ? AND id = ? AND deleted_at IS NULL", tenant, id.String()).Take(&r).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Result{}, Errorf(CodeNotFound, "no such %s", c.res.Name)
+		return Result{}, Errorf(CodeNotFound, "no such %s", c.res.Singular)
 	}
 	if err != nil {
 		return Result{}, c.engine.db.Classify(err)
@@ -390,7 +396,7 @@ func (c *Collection[T]) Delete(ctx context.Context, tenant string, id uuid.UUID)
 		return c.engine.db.Classify(res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return Errorf(CodeNotFound, "no such %s", c.res.Name)
+		return Errorf(CodeNotFound, "no such %s", c.res.Singular)
 	}
 	c.engine.logger.LogAttrs(ctx, slog.LevelInfo, "resource deleted",
 		slog.String("tenant", tenant), slog.String("resource", c.res.Name), slog.String("id", id.String()))
@@ -407,7 +413,7 @@ func (c *Collection[T]) SetStatus(ctx context.Context, tenant string, id uuid.UU
 		err := c.engine.db.Dialect.LockRow(tx.Table(c.res.Table)).
 			Where("tenant_id = ? AND id = ? AND deleted_at IS NULL", tenant, id.String()).Take(&r).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return Errorf(CodeNotFound, "no such %s", c.res.Name)
+			return Errorf(CodeNotFound, "no such %s", c.res.Singular)
 		}
 		if err != nil {
 			return err

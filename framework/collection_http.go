@@ -26,16 +26,6 @@ func (c *Collection[T]) Mount(g gin.IRouter) {
 	g.GET(base, c.handleList)
 }
 
-// Tenant returns the authenticated tenant of the request, or writes 401.
-func Tenant(c *gin.Context, logger *slog.Logger) (string, bool) {
-	p, ok := PrincipalFromContext(c.Request.Context())
-	if !ok || p.Tenant == "" {
-		WriteProblem(c.Writer, c.Request, logger, Errorf(CodeUnauthenticated, "a bearer token is required"))
-		return "", false
-	}
-	return p.Tenant, true
-}
-
 // ResourceID parses the :id path parameter as a non-nil UUID.
 func ResourceID(c *gin.Context) (uuid.UUID, error) {
 	id, err := uuid.Parse(c.Param("id"))
@@ -49,7 +39,7 @@ func (c *Collection[T]) fail(g *gin.Context, pattern string, err error) {
 	if pattern != "" {
 		c.engine.metrics.Requests.WithLabelValues(pattern, c.res.Name, OutcomeOf(err)).Inc()
 	}
-	WriteProblem(g.Writer, g.Request, c.engine.logger, err)
+	c.engine.WriteProblem(g.Writer, g.Request, err)
 }
 
 func (c *Collection[T]) handlePut(g *gin.Context) {

@@ -18,6 +18,7 @@ type Engine struct {
 	now       func() time.Time
 	logger    *slog.Logger
 	metrics   *Metrics
+	codes     *Codes
 }
 
 // EngineConfig configures [NewEngine]. The zero value is ready to use.
@@ -63,7 +64,7 @@ func NewEngine(db *store.DB, cfg EngineConfig) (*Engine, error) {
 			return nil, err
 		}
 	}
-	return &Engine{db: db, binder: binder, retention: retention, now: cfg.Now, logger: cfg.Logger, metrics: cfg.Metrics}, nil
+	return &Engine{db: db, binder: binder, retention: retention, now: cfg.Now, logger: cfg.Logger, metrics: cfg.Metrics, codes: NewCodes()}, nil
 }
 
 // DB returns the engine's database.

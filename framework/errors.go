@@ -3,85 +3,140 @@ package framework
 import (
 	"errors"
 	"fmt"
-	"net/http"
+	"sort"
+	"sync"
 	"time"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
-// Code is the stable, machine-readable problem code a client branches on.
-// It is carried in the "code" member of every problem body.
-type Code string
+// Code is the stable, machine-readable problem code a client branches on
+// (an alias of [wire.Code]). It is carried in the "code" member of every
+// problem body.
+type Code = wire.Code
 
-// The problem codes of the retrysafe wire contract.
+// The generic problem codes of the wire contract (see [wire]). A resource
+// registers its own business codes with [Engine.RegisterCodes].
 const (
-	CodeMalformedJSON         Code = "malformed_json"
-	CodeValidationFailed      Code = "validation_failed"
-	CodeInvalidResourceID     Code = "invalid_resource_id"
-	CodeIdempotencyKeyMissing Code = "idempotency_key_missing"
-	CodeIdempotencyKeyInvalid Code = "idempotency_key_invalid"
-	CodeUnauthenticated       Code = "unauthenticated"
-	CodeNotFound              Code = "not_found"
-	CodeRequestInProgress     Code = "request_in_progress"
-	CodeOutcomePending        Code = "outcome_pending"
-	CodeResourceLocked        Code = "resource_locked"
-	CodeCurrencyMismatch      Code = "currency_mismatch"
-	CodeResourceDeleted       Code = "resource_deleted"
-	CodePreconditionFailed    Code = "precondition_failed"
-	CodePayloadTooLarge       Code = "payload_too_large"
-	CodeIdempotencyKeyReuse   Code = "idempotency_key_reuse"
-	CodeCardDeclined          Code = "card_declined"
-	CodeUnavailable           Code = "unavailable"
-	CodeMethodNotAllowed      Code = "method_not_allowed"
-	CodeInternal              Code = "internal"
+	CodeMalformedJSON         = wire.CodeMalformedJSON
+	CodeValidationFailed      = wire.CodeValidationFailed
+	CodeInvalidResourceID     = wire.CodeInvalidResourceID
+	CodeIdempotencyKeyMissing = wire.CodeIdempotencyKeyMissing
+	CodeIdempotencyKeyInvalid = wire.CodeIdempotencyKeyInvalid
+	CodeUnauthenticated       = wire.CodeUnauthenticated
+	CodeNotFound              = wire.CodeNotFound
+	CodeMethodNotAllowed      = wire.CodeMethodNotAllowed
+	CodeRequestInProgress     = wire.CodeRequestInProgress
+	CodeOutcomePending        = wire.CodeOutcomePending
+	CodeResourceLocked        = wire.CodeResourceLocked
+	CodeResourceDeleted       = wire.CodeResourceDeleted
+	CodePreconditionFailed    = wire.CodePreconditionFailed
+	CodePayloadTooLarge       = wire.CodePayloadTooLarge
+	CodeUnsupportedMediaType  = wire.CodeUnsupportedMediaType
+	CodeIdempotencyKeyReuse   = wire.CodeIdempotencyKeyReuse
+	CodeTooManyRequests       = wire.CodeTooManyRequests
+	CodeInternal              = wire.CodeInternal
+	CodeUnavailable           = wire.CodeUnavailable
 )
 
-// codeInfo is the one table that maps a problem code to its HTTP status and
-// title. Every error a client sees goes through it.
-var codeInfo = map[Code]struct {
-	status int
-	title  string
-}{
-	CodeMalformedJSON:         {http.StatusBadRequest, "Malformed JSON"},
-	CodeValidationFailed:      {http.StatusBadRequest, "Validation failed"},
-	CodeInvalidResourceID:     {http.StatusBadRequest, "Invalid resource ID"},
-	CodeIdempotencyKeyMissing: {http.StatusBadRequest, "Idempotency key missing"},
-	CodeIdempotencyKeyInvalid: {http.StatusBadRequest, "Idempotency key invalid"},
-	CodeUnauthenticated:       {http.StatusUnauthorized, "Unauthenticated"},
-	CodeCardDeclined:          {http.StatusPaymentRequired, "Card declined"},
-	CodeNotFound:              {http.StatusNotFound, "Not found"},
-	CodeRequestInProgress:     {http.StatusConflict, "Request in progress"},
-	CodeOutcomePending:        {http.StatusConflict, "Outcome pending"},
-	CodeResourceLocked:        {http.StatusConflict, "Resource locked"},
-	CodeCurrencyMismatch:      {http.StatusConflict, "Currency mismatch"},
-	CodeResourceDeleted:       {http.StatusGone, "Resource deleted"},
-	CodePreconditionFailed:    {http.StatusPreconditionFailed, "Precondition failed"},
-	CodePayloadTooLarge:       {http.StatusRequestEntityTooLarge, "Payload too large"},
-	CodeIdempotencyKeyReuse:   {http.StatusUnprocessableEntity, "Idempotency key reuse"},
-	CodeUnavailable:           {http.StatusServiceUnavailable, "Service unavailable"},
-	CodeMethodNotAllowed:      {http.StatusMethodNotAllowed, "Method not allowed"},
-	CodeInternal:              {http.StatusInternalServerError, "Internal server error"},
-}
-
-// Status returns the HTTP status of a problem code, 500 for an unknown one.
-func (c Code) Status() int {
-	if info, ok := codeInfo[c]; ok {
-		return info.status
-	}
-	return http.StatusInternalServerError
-}
-
-// Title returns the short human-readable summary of a problem code.
-func (c Code) Title() string {
-	if info, ok := codeInfo[c]; ok {
-		return info.title
-	}
-	return codeInfo[CodeInternal].title
-}
+// CodeInfo describes a problem code: status, title, retryable (an alias of
+// [wire.CodeInfo]).
+type CodeInfo = wire.CodeInfo
 
 // FieldError is one entry of the "errors" extension of a validation problem.
-type FieldError struct {
-	Field  string `json:"field"`
-	Reason string `json:"reason"`
+type FieldError = wire.FieldError
+
+// ErrCodeConflict is returned (wrapped) by [Engine.RegisterCodes] and
+// [Codes.Register] when a code is already registered with another status,
+// title or retryability, and ErrCodeUnregistered by declarations (such as
+// postkeys.Register) that name a code nobody registered.
+var (
+	ErrCodeConflict     = errors.New("framework: problem code registered twice with different meanings")
+	ErrCodeUnregistered = errors.New("framework: problem code is not registered")
+)
+
+// Codes is the registry of problem codes an [Engine] answers with: the
+// generic codes of [wire] plus the business codes its resources register
+// when they are built. A nil *Codes knows the generic codes only.
+// Registration happens at start-up; lookups are safe while serving.
+type Codes struct {
+	mu    sync.RWMutex
+	codes map[Code]CodeInfo
 }
+
+// NewCodes returns a registry of the generic codes.
+func NewCodes() *Codes {
+	c := &Codes{codes: map[Code]CodeInfo{}}
+	for _, info := range wire.Generic() {
+		c.codes[info.Code] = info
+	}
+	return c
+}
+
+// Register adds business codes. Registering a code again with the same
+// description is a no-op (two instances of one resource on an engine); a
+// different description, or one [wire.CodeInfo.Validate] refuses, is an
+// error and registers none of infos.
+func (c *Codes) Register(infos ...CodeInfo) error {
+	if c == nil {
+		return errors.New("framework: Register on a nil *Codes")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, info := range infos {
+		if err := info.Validate(); err != nil {
+			return fmt.Errorf("framework: %w", err)
+		}
+		if known, ok := c.codes[info.Code]; ok && known != info {
+			return fmt.Errorf("%w: %q is %d %q (retryable %v), not %d %q (retryable %v)", ErrCodeConflict,
+				info.Code, known.Status, known.Title, known.Retryable, info.Status, info.Title, info.Retryable)
+		}
+		for _, other := range infos[:i] {
+			if other.Code == info.Code && other != info {
+				return fmt.Errorf("%w: %q is given twice", ErrCodeConflict, info.Code)
+			}
+		}
+	}
+	for _, info := range infos {
+		c.codes[info.Code] = info
+	}
+	return nil
+}
+
+// Lookup returns the description of a registered code.
+func (c *Codes) Lookup(code Code) (CodeInfo, bool) {
+	if c == nil {
+		return wire.LookupGeneric(code)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	info, ok := c.codes[code]
+	return info, ok
+}
+
+// All returns every registered code, sorted by name.
+func (c *Codes) All() []CodeInfo {
+	if c == nil {
+		return wire.Generic()
+	}
+	c.mu.RLock()
+	out := make([]CodeInfo, 0, len(c.codes))
+	for _, info := range c.codes {
+		out = append(out, info)
+	}
+	c.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Code < out[j].Code })
+	return out
+}
+
+// Codes returns the engine's code registry.
+func (e *Engine) Codes() *Codes { return e.codes }
+
+// RegisterCodes registers a resource's business codes (status, title,
+// retryable) on the engine: call it when the resource is built, before
+// declaring operations that answer them. A conflict with a code already
+// registered fails, so a wrong wiring stops the process at start-up.
+func (e *Engine) RegisterCodes(infos ...CodeInfo) error { return e.codes.Register(infos...) }
 
 // Error is an error with a problem code: the framework renders it as an RFC
 // 9457 problem. Two *Error values match under [errors.Is] when their codes are
@@ -91,7 +146,9 @@ type Error struct {
 	Detail string
 	// Fields lists per-field validation failures (validation_failed only).
 	Fields []FieldError
-	// RetryAfter, when positive, is sent as a Retry-After header.
+	// RetryAfter is the Retry-After of a retryable code; it defaults to 1s.
+	// It is ignored for a code that is not retryable: a final answer never
+	// carries Retry-After.
 	RetryAfter time.Duration
 	// Err is the underlying cause; it is logged, never sent to the client.
 	Err error
@@ -121,7 +178,7 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
 }
 
-// Sentinels, one per code, for errors.Is comparisons.
+// Sentinels, one per generic code, for errors.Is comparisons.
 var (
 	ErrMalformedJSON         = &Error{Code: CodeMalformedJSON}
 	ErrValidationFailed      = &Error{Code: CodeValidationFailed}
@@ -130,14 +187,16 @@ var (
 	ErrIdempotencyKeyInvalid = &Error{Code: CodeIdempotencyKeyInvalid}
 	ErrUnauthenticated       = &Error{Code: CodeUnauthenticated}
 	ErrNotFound              = &Error{Code: CodeNotFound}
+	ErrMethodNotAllowed      = &Error{Code: CodeMethodNotAllowed}
 	ErrRequestInProgress     = &Error{Code: CodeRequestInProgress}
 	ErrOutcomePending        = &Error{Code: CodeOutcomePending}
 	ErrResourceLocked        = &Error{Code: CodeResourceLocked}
-	ErrCurrencyMismatch      = &Error{Code: CodeCurrencyMismatch}
 	ErrResourceDeleted       = &Error{Code: CodeResourceDeleted}
 	ErrPreconditionFailed    = &Error{Code: CodePreconditionFailed}
 	ErrPayloadTooLarge       = &Error{Code: CodePayloadTooLarge}
+	ErrUnsupportedMediaType  = &Error{Code: CodeUnsupportedMediaType}
 	ErrIdempotencyKeyReuse   = &Error{Code: CodeIdempotencyKeyReuse}
+	ErrTooManyRequests       = &Error{Code: CodeTooManyRequests}
 	ErrUnavailable           = &Error{Code: CodeUnavailable}
 )
 

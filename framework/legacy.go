@@ -9,6 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // LegacyConfig configures [Collection.MountLegacyPOST].
@@ -52,7 +54,10 @@ func (c *Collection[T]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig) error {
 		if sunset != "" {
 			h.Set("Sunset", sunset)
 		}
-		h.Set("Link", "<"+c.res.BasePath+`>; rel="successor-version"`)
+		// Until the key names the order, point at the PUT form with a fresh
+		// ID (a valid successor URL) and give the template (RFC 9652).
+		h.Set(wire.HeaderLink, "<"+c.location(uuid.New())+`>; rel="successor-version"`)
+		h.Set("Link-Template", "<"+c.res.BasePath+`/{id}>; rel="successor-version"`)
 		tenant, ok := Tenant(g, c.engine.logger)
 		if !ok {
 			return
@@ -67,7 +72,7 @@ func (c *Collection[T]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig) error {
 			return
 		}
 		id := LegacyID(c.res.Name, key)
-		h.Set("Link", "<"+c.location(id)+`>; rel="successor-version"`)
+		h.Set(wire.HeaderLink, "<"+c.location(id)+`>; rel="successor-version"`)
 		c.engine.logger.LogAttrs(g.Request.Context(), slog.LevelInfo, "legacy route used",
 			slog.String("tenant", tenant), slog.String("resource", c.res.Name),
 			slog.String("key_sha256", KeyHash(key)), slog.String("user_agent", g.Request.UserAgent()))

@@ -31,9 +31,12 @@ type Metrics struct {
 	Registerer prometheus.Registerer
 }
 
-// NewMetrics creates and registers the collectors on reg. A nil reg gets a
+// NewMetrics creates the collectors and registers them on reg, the
+// application's registry (prometheus.DefaultRegisterer, or one it serves
+// with promhttp.HandlerFor); pass the result as [EngineConfig.Metrics]. The
+// POST fallback registers its gauges on the same reg. A nil reg gets a
 // private registry, so that several engines in one process (tests) do not
-// collide.
+// collide. Collectors already registered on reg are reused.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -49,15 +52,30 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"tenant", "resource"}),
 		Registerer: reg,
 	}
-	for _, c := range []prometheus.Collector{m.Requests, m.LegacyRequests} {
-		if err := reg.Register(c); err != nil {
-			var already prometheus.AlreadyRegisteredError
-			if !errors.As(err, &already) {
-				return nil, err
-			}
-		}
+	var err error
+	if m.Requests, err = registerCounterVec(reg, m.Requests); err != nil {
+		return nil, err
+	}
+	if m.LegacyRequests, err = registerCounterVec(reg, m.LegacyRequests); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// registerCounterVec registers c on reg, or returns the collector already
+// registered there under the same name, so that two engines on one registry
+// count into the same series instead of an unregistered copy.
+func registerCounterVec(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.CounterVec, error) {
+	if err := reg.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			if existing, ok := already.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing, nil
+			}
+		}
+		return nil, err
+	}
+	return c, nil
 }
 
 // OutcomeOf names the outcome of a failed write for [Metrics.Requests].

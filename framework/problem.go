@@ -4,86 +4,125 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // ContentTypeProblem is the media type of RFC 9457 problem details.
-const ContentTypeProblem = "application/problem+json"
+const ContentTypeProblem = wire.ContentTypeProblem
 
-// Problem is the RFC 9457 body of every error response.
-type Problem struct {
-	Type   string       `json:"type"`
-	Title  string       `json:"title"`
-	Status int          `json:"status"`
-	Detail string       `json:"detail,omitempty"`
-	Code   Code         `json:"code"`
-	Errors []FieldError `json:"errors,omitempty"`
-}
+// Problem is the RFC 9457 body of every error response (an alias of
+// [wire.Problem]).
+type Problem = wire.Problem
 
-// retryAfterDefault is sent with request_in_progress and unavailable
-// responses that do not set their own.
+// retryAfterDefault is the Retry-After of a retryable answer whose error
+// sets none.
 const retryAfterDefault = time.Second
 
-// ErrorFor maps any error to the *Error a client sees. This is the one place
-// that decides it: an *Error in the chain wins; a lock timeout is
-// request_in_progress; an unreachable database or an expired deadline is
-// unavailable; anything else is internal, its cause kept for the log only.
+// ErrorFor maps any error to the *Error a client sees: an *Error in the
+// chain wins; a lock timeout is request_in_progress; an unreachable database
+// or an expired deadline is unavailable; anything else is internal, its
+// cause kept for the log only. Status, title and Retry-After come from the
+// code registry when the problem is rendered.
 func ErrorFor(err error) *Error {
 	if e, ok := AsError(err); ok {
-		if e.RetryAfter == 0 && (e.Code == CodeRequestInProgress || e.Code == CodeOutcomePending || e.Code == CodeUnavailable) {
-			copied := *e
-			copied.RetryAfter = retryAfterDefault
-			return &copied
-		}
 		return e
 	}
 	switch {
 	case errors.Is(err, store.ErrLockTimeout):
-		return &Error{Code: CodeRequestInProgress, Detail: "a request with the same identity is being executed; retry shortly", RetryAfter: retryAfterDefault, Err: err}
+		return &Error{Code: CodeRequestInProgress, Detail: "a request with the same identity is being executed; retry shortly", Err: err}
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		return &Error{Code: CodeUnavailable, Detail: "the database is unavailable; retry with the same ID or key", RetryAfter: retryAfterDefault, Err: err}
+		return &Error{Code: CodeUnavailable, Detail: "the database is unavailable; retry shortly", Err: err}
 	}
 	return &Error{Code: CodeInternal, Detail: "an internal error occurred", Err: err}
 }
 
-// RenderProblem returns the status, headers and body of the problem response
-// for err. The POST fallback stores exactly these bytes for replay.
-func RenderProblem(err error) (int, http.Header, []byte) {
+// renderProblem is the one mapping from an error to an HTTP status, headers
+// and an RFC 9457 body. codes decides status, title and retryability; a
+// code it does not know is a server bug and answers 500 (declarations such
+// as postkeys.Register refuse unregistered codes, so a correctly wired
+// service never gets there). Exactly the retryable codes carry Retry-After;
+// a 401 carries WWW-Authenticate: Bearer.
+func renderProblem(codes *Codes, err error) (int, http.Header, []byte, *Error) {
 	e := ErrorFor(err)
-	status := e.Code.Status()
+	info, ok := codes.Lookup(e.Code)
+	if !ok {
+		e = &Error{Code: CodeInternal, Detail: "an internal error occurred",
+			Err: fmt.Errorf("unregistered problem code %q: %w", e.Code, err)}
+		info, _ = codes.Lookup(CodeInternal)
+	}
 	body, _ := json.Marshal(Problem{
-		Type:   "urn:retrysafe:problem:" + string(e.Code),
-		Title:  e.Code.Title(),
-		Status: status,
+		Type:   wire.ProblemType(e.Code),
+		Title:  info.Title,
+		Status: info.Status,
 		Detail: e.Detail,
 		Code:   e.Code,
 		Errors: e.Fields,
 	})
 	h := http.Header{}
-	h.Set("Content-Type", ContentTypeProblem)
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	h.Set(wire.HeaderContentType, ContentTypeProblem)
+	if info.Retryable {
+		after := e.RetryAfter
+		if after <= 0 {
+			after = retryAfterDefault
+		}
+		h.Set(wire.HeaderRetryAfter, strconv.Itoa(int((after+time.Second-1)/time.Second)))
 	}
+	if info.Status == http.StatusUnauthorized {
+		h.Set(wire.HeaderWWWAuthenticate, "Bearer")
+	}
+	return info.Status, h, body, e
+}
+
+// RenderProblem returns the status, headers and body of the problem response
+// for err under the engine's codes. The POST fallback stores exactly these
+// bytes for replay.
+func (e *Engine) RenderProblem(err error) (int, http.Header, []byte) {
+	status, h, body, _ := renderProblem(e.codes, err)
 	return status, h, body
 }
 
-// WriteProblem writes the problem response for err. Server errors are
-// logged with their cause; the client sees only the generic detail.
+// WriteProblem writes the problem response for err under the engine's
+// codes. Server errors are logged with their cause; the client sees only
+// the generic detail.
+func (e *Engine) WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
+	writeProblem(w, r, e.logger, e.codes, err)
+}
+
+// RenderProblem is [Engine.RenderProblem] for the generic codes only, for
+// code that runs without an engine (authentication, unknown routes).
+func RenderProblem(err error) (int, http.Header, []byte) {
+	status, h, body, _ := renderProblem(nil, err)
+	return status, h, body
+}
+
+// WriteProblem is [Engine.WriteProblem] for the generic codes only, for
+// code that runs without an engine (authentication, unknown routes). An
+// error with a business code must go through the engine that registered it.
 func WriteProblem(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
-	status, h, body := RenderProblem(err)
+	writeProblem(w, r, logger, nil, err)
+}
+
+func writeProblem(w http.ResponseWriter, r *http.Request, logger *slog.Logger, codes *Codes, err error) {
+	status, h, body, e := renderProblem(codes, err)
 	if status >= 500 && logger != nil {
 		level := slog.LevelError
 		if status == http.StatusServiceUnavailable {
 			level = slog.LevelWarn
 		}
+		cause := err.Error()
+		if e.Err != nil && e.Code == CodeInternal {
+			cause = e.Err.Error()
+		}
 		logger.LogAttrs(r.Context(), level, "request failed",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", status), slog.String("error", err.Error()))
+			slog.Int("status", status), slog.String("error", cause))
 	}
 	for k, v := range h {
 		w.Header()[k] = v

@@ -2,13 +2,15 @@ package framework
 
 import (
 	"net/http"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
-// Header names of the replay contract.
+// Header names of the replay contract (see [wire] for all of them).
 const (
-	HeaderIdempotentReplayed = "Idempotent-Replayed"
-	HeaderIdempotencyKey     = "Idempotency-Key"
-	HeaderXIdempotencyKey    = "X-Idempotency-Key"
+	HeaderIdempotentReplayed = wire.HeaderIdempotentReplayed
+	HeaderIdempotencyKey     = wire.HeaderIdempotencyKey
+	HeaderXIdempotencyKey    = wire.HeaderXIdempotencyKey
 )
 
 // Reply describes a successful response of either pattern: the PUT engine
@@ -35,8 +37,8 @@ func WriteReply(w http.ResponseWriter, r Reply) {
 	for k, v := range r.Header {
 		h[k] = append([]string(nil), v...)
 	}
-	if h.Get("Content-Type") == "" && len(r.Body) > 0 {
-		h.Set("Content-Type", "application/json; charset=utf-8")
+	if h.Get(wire.HeaderContentType) == "" && len(r.Body) > 0 {
+		h.Set(wire.HeaderContentType, wire.ContentTypeJSON+"; charset=utf-8")
 	}
 	if r.Replayed {
 		h.Set(HeaderIdempotentReplayed, "true")
@@ -45,10 +47,10 @@ func WriteReply(w http.ResponseWriter, r Reply) {
 		h.Set(HeaderIdempotencyKey, r.Key)
 	}
 	if r.Location != "" {
-		h.Set("Location", r.Location)
+		h.Set(wire.HeaderLocation, r.Location)
 	}
 	if r.ETag != "" {
-		h.Set("ETag", r.ETag)
+		h.Set(wire.HeaderETag, r.ETag)
 	}
 	w.WriteHeader(r.Status)
 	if len(r.Body) > 0 {

@@ -148,10 +148,10 @@ func (a *Adapter) storable(op *operation, resp Response, errorCode string) (stor
 	return out, nil
 }
 
-// rejection renders a business rejection exactly as framework.RenderProblem
-// does: these bytes are stored and replayed.
+// rejection renders a business rejection exactly as the engine's
+// RenderProblem does: these bytes are stored and replayed.
 func (a *Adapter) rejection(err error) storedResponse {
-	status, h, body := framework.RenderProblem(err)
+	status, h, body := a.engine.RenderProblem(err)
 	header := http.Header{}
 	for k, v := range h {
 		if a.stored[k] {

@@ -102,10 +102,14 @@ func (w *widgets) run(ctx context.Context, run *postkeys.Run[widgetCmd]) (postke
 		}
 	}
 	if cmd.Decline {
-		return postkeys.Response{}, framework.Errorf(framework.CodeCardDeclined, "the widget was declined")
+		return postkeys.Response{}, framework.Errorf(codeDeclined, "the widget was declined")
 	}
 	return w.response(ctx, run.Tenant(), run.ResourceRef())
 }
+
+// codeDeclined is the widgets' business rejection, registered on the
+// harness's engine.
+const codeDeclined framework.Code = "card_declined"
 
 func (w *widgets) reconcile(ctx context.Context, run *postkeys.Run[widgetCmd]) (postkeys.Response, error) {
 	w.reconciles.Add(1)
@@ -196,9 +200,12 @@ func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *ha
 		t.Fatal(err)
 	}
 	t.Cleanup(keys.Stop)
+	if err := engine.RegisterCodes(framework.CodeInfo{Code: codeDeclined, Status: http.StatusPaymentRequired, Title: "Card declined"}); err != nil {
+		t.Fatal(err)
+	}
 	wep, err := postkeys.Register(keys, postkeys.Operation[widgetCmd]{
 		Name: "widgets", Mode: postkeys.Phased,
-		RejectionCodes: []framework.Code{framework.CodeCardDeclined},
+		RejectionCodes: []framework.Code{codeDeclined},
 		RunFunc:        w.run, ReconcileFunc: w.reconcile, RenderFunc: w.render,
 	})
 	if err != nil {

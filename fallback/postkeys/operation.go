@@ -108,10 +108,14 @@ type Operation[Cmd any] struct {
 	// fingerprint.
 	Volatile []string
 	// RejectionCodes lists the problem codes of deterministic business
-	// rejections (card_declined, currency_mismatch): an error with one of
-	// them is stored as the record's outcome and replayed byte for byte.
-	// Local mode rolls back the business writes of a rejected request. Any
-	// other error is not stored. Defaults to none.
+	// rejections (a payment's card_declined, a credit's insufficient_funds):
+	// an error with one of them is stored as the record's outcome and
+	// replayed byte for byte. Each must be registered on the engine
+	// ([framework.Engine.RegisterCodes]) with a 4xx status and not be
+	// retryable; the framework's own request-level codes (validation,
+	// keys, authentication, 429) are refused. Local mode rolls back the
+	// business writes of a rejected request. Any other error is not stored.
+	// Defaults to none.
 	RejectionCodes []framework.Code
 	// ExecuteFunc runs a Local operation inside the claim's transaction tx;
 	// its writes commit together with the record. Required for Local.
@@ -203,13 +207,8 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 	}
 	rejections := map[framework.Code]bool{}
 	for _, code := range op.RejectionCodes {
-		switch status := code.Status(); {
-		case status < 400 || status >= 500,
-			status == http.StatusBadRequest, status == http.StatusUnauthorized,
-			status == http.StatusForbidden, status == http.StatusTooManyRequests,
-			code == framework.CodeRequestInProgress, code == framework.CodeOutcomePending,
-			code == framework.CodeIdempotencyKeyReuse:
-			return nil, fmt.Errorf("postkeys: operation %q: %q is not a storable business rejection", op.Name, code)
+		if err := storableRejection(a.engine.Codes(), code); err != nil {
+			return nil, fmt.Errorf("postkeys: operation %q: %w", op.Name, err)
 		}
 		rejections[code] = true
 	}
@@ -236,4 +235,30 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 		return nil, err
 	}
 	return &Endpoint[Cmd]{a: a, op: in}, nil
+}
+
+// requestLevel are the generic codes that judge the request rather than
+// decide the operation: they are never stored under a key (DESIGN §6).
+var requestLevel = map[framework.Code]bool{
+	framework.CodeMalformedJSON: true, framework.CodeValidationFailed: true,
+	framework.CodeInvalidResourceID: true, framework.CodeIdempotencyKeyMissing: true,
+	framework.CodeIdempotencyKeyInvalid: true, framework.CodeIdempotencyKeyReuse: true,
+	framework.CodeUnauthenticated: true, framework.CodeMethodNotAllowed: true,
+	framework.CodePayloadTooLarge: true, framework.CodeUnsupportedMediaType: true,
+	framework.CodePreconditionFailed: true,
+}
+
+// storableRejection reports whether code can be stored and replayed as a
+// business rejection: registered, 4xx, final, and not a request-level code.
+func storableRejection(codes *framework.Codes, code framework.Code) error {
+	info, ok := codes.Lookup(code)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: %q (register it with Engine.RegisterCodes before declaring the operation)", framework.ErrCodeUnregistered, code)
+	case info.Status < 400 || info.Status >= 500, info.Retryable, requestLevel[code],
+		info.Status == http.StatusUnauthorized, info.Status == http.StatusForbidden,
+		info.Status == http.StatusProxyAuthRequired, info.Status == http.StatusTooManyRequests:
+		return fmt.Errorf("%q (%d) is not a storable business rejection", code, info.Status)
+	}
+	return nil
 }

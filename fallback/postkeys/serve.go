@@ -37,7 +37,7 @@ func errInProgress() error {
 
 func (a *Adapter) fail(c *gin.Context, op *operation, err error) {
 	a.engine.Metrics().Requests.WithLabelValues("post", op.name, framework.OutcomeOf(err)).Inc()
-	framework.WriteProblem(c.Writer, c.Request, a.logger, err)
+	a.engine.WriteProblem(c.Writer, c.Request, err)
 }
 
 // serve is the whole HTTP flow of an operation: key, bind, fingerprint,

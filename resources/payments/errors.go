@@ -1,6 +1,23 @@
 package payments
 
-import "errors"
+import (
+	"errors"
+	"net/http"
+
+	"github.com/retrysafe/retrysafe/framework"
+)
+
+// CodeCardDeclined is the problem code of a payment the provider declined:
+// 402, stored under the key and replayed; a new attempt needs a new key.
+const CodeCardDeclined framework.Code = "card_declined"
+
+// Codes returns the business problem codes payments answers with; [New]
+// registers them on its engine.
+func Codes() []framework.CodeInfo {
+	return []framework.CodeInfo{
+		{Code: CodeCardDeclined, Status: http.StatusPaymentRequired, Title: "Card declined"},
+	}
+}
 
 var (
 	// ErrProviderTimeout is returned (wrapped) by [Provider.Charge] when the

@@ -77,12 +77,15 @@ func New(e *framework.Engine, a *postkeys.Adapter, p Provider, cfg Config) (*Pay
 	if err := registerValidations(e.Binder().Validator()); err != nil {
 		return nil, err
 	}
+	if err := e.RegisterCodes(Codes()...); err != nil {
+		return nil, err
+	}
 	pay := &Payments{engine: e, provider: p, cfg: cfg}
 	ep, err := postkeys.Register(a, postkeys.Operation[Command]{
 		Name:           Operation,
 		Mode:           postkeys.Phased,
 		KeyPolicy:      postkeys.KeyRequired,
-		RejectionCodes: []framework.Code{framework.CodeCardDeclined},
+		RejectionCodes: []framework.Code{CodeCardDeclined},
 		RunFunc:        pay.run,
 		ReconcileFunc:  pay.reconcile,
 		RenderFunc:     pay.render,
@@ -264,7 +267,7 @@ func (p *Payments) respond(row *paymentRow) (postkeys.Response, error) {
 		resp.Header = http.Header{"Location": {p.cfg.BasePath + "/" + row.ID}}
 		return resp, nil
 	case StatusFailed:
-		return postkeys.Response{}, framework.Errorf(framework.CodeCardDeclined, "the card was declined (payment %s)", row.ID)
+		return postkeys.Response{}, framework.Errorf(CodeCardDeclined, "the card was declined (payment %s)", row.ID)
 	}
 	return postkeys.Response{}, fmt.Errorf("payments: payment %s is still %s", row.ID, row.Status)
 }

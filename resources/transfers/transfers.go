@@ -107,12 +107,15 @@ func New(e *framework.Engine, keys *postkeys.Adapter) (*Transfers, error) {
 	if e == nil || keys == nil {
 		return nil, errors.New("transfers: New needs an engine and a postkeys adapter")
 	}
+	if err := e.RegisterCodes(Codes()...); err != nil {
+		return nil, err
+	}
 	t := &Transfers{engine: e}
 	ep, err := postkeys.Register(keys, postkeys.Operation[Command]{
 		Name:           Operation,
 		Mode:           postkeys.Local,
 		KeyPolicy:      postkeys.KeyRequired,
-		RejectionCodes: []framework.Code{framework.CodeCurrencyMismatch},
+		RejectionCodes: []framework.Code{CodeCurrencyMismatch},
 		ExecuteFunc:    t.execute,
 		RenderFunc:     t.render,
 	})
@@ -179,7 +182,7 @@ WHERE accounts.currency = excluded.currency`, tenant, account, currency, delta, 
 	if err := tx.Where("tenant_id = ? AND name = ?", tenant, account).Take(&existing).Error; err != nil {
 		return err
 	}
-	return &framework.Error{Code: framework.CodeCurrencyMismatch,
+	return &framework.Error{Code: CodeCurrencyMismatch,
 		Detail: fmt.Sprintf("account %s holds %s; the transfer is in %s", account, existing.Currency, currency)}
 }
 
@@ -204,17 +207,17 @@ func (t *Transfers) handleAccount(c *gin.Context) {
 		err := t.engine.DB().Gorm.WithContext(c.Request.Context()).
 			Where("tenant_id = ? AND name = ?", tenant, name).Limit(1).Find(&rows).Error
 		if err != nil {
-			framework.WriteProblem(c.Writer, c.Request, logger, t.engine.DB().Classify(err))
+			t.engine.WriteProblem(c.Writer, c.Request, t.engine.DB().Classify(err))
 			return
 		}
 	}
 	if len(rows) == 0 {
-		framework.WriteProblem(c.Writer, c.Request, logger, framework.Errorf(framework.CodeNotFound, "no such account"))
+		t.engine.WriteProblem(c.Writer, c.Request, framework.Errorf(framework.CodeNotFound, "no such account"))
 		return
 	}
 	body, err := json.Marshal(Account{Name: rows[0].Name, Balance: rows[0].Balance, Currency: rows[0].Currency})
 	if err != nil {
-		framework.WriteProblem(c.Writer, c.Request, logger, err)
+		t.engine.WriteProblem(c.Writer, c.Request, err)
 		return
 	}
 	framework.WriteReply(c.Writer, framework.Reply{Status: http.StatusOK, Body: body})

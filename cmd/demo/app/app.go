@@ -6,7 +6,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -141,17 +140,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	}
 
 	router := gin.New()
-	router.HandleMethodNotAllowed = true
-	router.Use(gin.CustomRecoveryWithWriter(nil, func(c *gin.Context, recovered any) {
-		framework.WriteProblem(c.Writer, c.Request, cfg.Logger, fmt.Errorf("panic: %v", recovered))
-		c.Abort()
-	}))
-	router.NoRoute(func(c *gin.Context) {
-		framework.WriteProblem(c.Writer, c.Request, cfg.Logger, framework.Errorf(framework.CodeNotFound, "no route %s %s", c.Request.Method, c.Request.URL.Path))
-	})
-	router.NoMethod(func(c *gin.Context) {
-		framework.WriteProblem(c.Writer, c.Request, cfg.Logger, framework.Errorf(framework.CodeMethodNotAllowed, "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
-	})
+	framework.UseProblemHandlers(router, cfg.Logger)
 	router.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
 	router.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 
