@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework"
+)
+
+// CodeInsufficientFunds is this service's own business rejection: a debit
+// larger than the balance. It is registered on the engine, stored under
+// the key and replayed byte for byte; a new attempt needs a new key.
+const CodeInsufficientFunds framework.Code = "insufficient_funds"
+
+// Command is the body of POST /v1/credits: a positive amount credits the
+// account, a negative one debits it.
+type Command struct {
+	Account string            `json:"account" validate:"required"`
+	Amount  framework.Integer `json:"amount" validate:"ne=0,min=-99999999,max=99999999"`
+}
+
+var accountName = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+
+// Check implements framework.Checker.
+func (c *Command) Check() []framework.FieldError {
+	if !accountName.MatchString(c.Account) {
+		return []framework.FieldError{{Field: "account", Reason: "must match [a-z0-9_]{1,64}"}}
+	}
+	return nil
+}
+
+// Entry is the representation of an executed credit or debit.
+type Entry struct {
+	ID        string    `json:"id"`
+	Account   string    `json:"account"`
+	Amount    int64     `json:"amount"`
+	Balance   int64     `json:"balance"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type entryRow struct {
+	TenantID  string    `gorm:"column:tenant_id;primaryKey"`
+	ID        string    `gorm:"column:id;primaryKey"`
+	Account   string    `gorm:"column:account"`
+	Amount    int64     `gorm:"column:amount"`
+	Balance   int64     `gorm:"column:balance"`
+	CreatedAt time.Time `gorm:"column:created_at"`
+}
+
+func (entryRow) TableName() string { return "credit_entries" }
+
+// Credits declares the operation and serves the routes.
+type Credits struct {
+	engine   *framework.Engine
+	endpoint *postkeys.Endpoint[Command]
+}
+
+// NewCredits registers insufficient_funds on the engine, then declares
+// POST /v1/credits as a local-mode operation: the balance update, the
+// entry row and the idempotency record commit in one transaction.
+func NewCredits(engine *framework.Engine, keys *postkeys.Adapter) (*Credits, error) {
+	if err := engine.RegisterCodes(framework.CodeInfo{
+		Code: CodeInsufficientFunds, Status: http.StatusUnprocessableEntity, Title: "Insufficient funds",
+	}); err != nil {
+		return nil, err
+	}
+	c := &Credits{engine: engine}
+	ep, err := postkeys.Register(keys, postkeys.Operation[Command]{
+		Name:           "credits",
+		Mode:           postkeys.Local,
+		RejectionCodes: []framework.Code{CodeInsufficientFunds},
+		ExecuteFunc:    c.execute,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.endpoint = ep
+	return c, nil
+}
+
+// Mount registers POST /credits and GET /accounts/:name on g, which runs
+// framework.RequireAuth.
+func (c *Credits) Mount(g gin.IRouter) {
+	g.POST("/credits", c.endpoint.Handle)
+	g.GET("/accounts/:name", c.account)
+}
+
+// execute moves the balance with one relative statement: a credit creates
+// the account on first use, a debit applies only while it is covered.
+func (c *Credits) execute(ctx context.Context, tx *gorm.DB, req postkeys.Request[Command]) (postkeys.Response, error) {
+	amount := int64(req.Command.Amount)
+	var balances []int64
+	var err error
+	if amount > 0 {
+		err = tx.Raw(`INSERT INTO credit_accounts (tenant_id, name, balance, updated_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (tenant_id, name) DO UPDATE SET balance = credit_accounts.balance + excluded.balance, updated_at = excluded.updated_at
+RETURNING balance`, req.Tenant, req.Command.Account, amount, req.Now).Scan(&balances).Error
+	} else {
+		err = tx.Raw(`UPDATE credit_accounts SET balance = balance + ?, updated_at = ?
+WHERE tenant_id = ? AND name = ? AND balance + ? >= 0 RETURNING balance`,
+			amount, req.Now, req.Tenant, req.Command.Account, amount).Scan(&balances).Error
+	}
+	if err != nil {
+		return postkeys.Response{}, err
+	}
+	if len(balances) != 1 {
+		return postkeys.Response{}, framework.Errorf(CodeInsufficientFunds,
+			"account %s cannot cover a debit of %d", req.Command.Account, -amount)
+	}
+	row := entryRow{TenantID: req.Tenant, ID: "cr_" + strings.ReplaceAll(uuid.NewString(), "-", ""),
+		Account: req.Command.Account, Amount: amount, Balance: balances[0], CreatedAt: req.Now}
+	if err := tx.Create(&row).Error; err != nil {
+		return postkeys.Response{}, err
+	}
+	return postkeys.JSON(http.StatusCreated, Entry{ID: row.ID, Account: row.Account, Amount: row.Amount,
+		Balance: row.Balance, CreatedAt: row.CreatedAt.UTC()}, row.ID)
+}
+
+// account answers GET /v1/accounts/:name with the tenant's balance.
+func (c *Credits) account(g *gin.Context) {
+	tenant, ok := framework.Tenant(g, c.engine.Logger())
+	if !ok {
+		return
+	}
+	var balances []int64
+	err := c.engine.DB().Gorm.WithContext(g.Request.Context()).
+		Raw("SELECT balance FROM credit_accounts WHERE tenant_id = ? AND name = ?", tenant, g.Param("name")).
+		Scan(&balances).Error
+	if err != nil {
+		c.engine.WriteProblem(g.Writer, g.Request, c.engine.DB().Classify(err))
+		return
+	}
+	if len(balances) == 0 {
+		c.engine.WriteProblem(g.Writer, g.Request, framework.Errorf(framework.CodeNotFound, "no such account"))
+		return
+	}
+	body, _ := json.Marshal(map[string]any{"name": g.Param("name"), "balance": balances[0]})
+	framework.WriteReply(g.Writer, framework.Reply{Status: http.StatusOK, Body: body})
+}

@@ -1,0 +1,158 @@
+// Command credits is a small complete service on retrysafe's POST
+// fallback, to copy: it opens its own database (SQLite by default,
+// PostgreSQL when DATABASE_URL is set), applies the framework's migrations
+// and its own table, declares POST /v1/credits in local mode with its own
+// business rejection code insufficient_funds, and serves it on a plain gin
+// router with the framework's authentication and problem+json 404/405.
+//
+//	go run ./examples/credits
+//	curl -i -X POST localhost:8081/v1/credits -H 'Authorization: Bearer sk_test_acme' \
+//	  -H 'Idempotency-Key: credit-1' -d '{"account":"alice","amount":500}'
+package main
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/migrations"
+)
+
+//go:embed schema/postgres/*.sql schema/sqlite/*.sql
+var schemaFiles embed.FS
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "credits:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses flags, builds the service and serves until ctx ends.
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	flags := flag.NewFlagSet("credits", flag.ContinueOnError)
+	addr := flags.String("addr", "127.0.0.1:8081", "listen address")
+	dsn := flags.String("db", "", `"sqlite:PATH" or a postgres:// URL (default: $DATABASE_URL, else sqlite:credits.db)`)
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if *dsn == "" {
+		*dsn = getenv("DATABASE_URL")
+	}
+	if *dsn == "" {
+		*dsn = "sqlite:credits.db"
+	}
+	svc, err := newService(ctx, *dsn, map[string]string{"sk_test_acme": "acme", "sk_test_globex": "globex"},
+		slog.New(slog.NewTextHandler(out, nil)))
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: svc.Handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	if err := svc.keys.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "credits listening on http://%s\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// service is the wired application: database, engine, POST fallback and
+// router.
+type service struct {
+	Handler http.Handler
+	db      *store.DB
+	keys    *postkeys.Adapter
+}
+
+// newService opens dsn, applies the migrations and builds the router.
+func newService(ctx context.Context, dsn string, tokens map[string]string, logger *slog.Logger) (*service, error) {
+	db, err := store.Open(ctx, dsn, store.Config{Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	svc, err := build(ctx, db, tokens, logger)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return svc, nil
+}
+
+func build(ctx context.Context, db *store.DB, tokens map[string]string, logger *slog.Logger) (*service, error) {
+	// The framework's tables (idempotency records), then this service's.
+	if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+		return nil, err
+	}
+	schema, err := fs.Sub(schemaFiles, "schema")
+	if err != nil {
+		return nil, err
+	}
+	if err := migrations.Apply(ctx, db.SQL(), db.Dialect.Name(), schema, "credits_schema_version"); err != nil {
+		return nil, err
+	}
+	registry := prometheus.NewRegistry()
+	metrics, err := framework.NewMetrics(registry)
+	if err != nil {
+		return nil, err
+	}
+	engine, err := framework.NewEngine(db, framework.EngineConfig{Logger: logger, Metrics: metrics})
+	if err != nil {
+		return nil, err
+	}
+	keys, err := postkeys.New(engine, postkeys.Config{})
+	if err != nil {
+		return nil, err
+	}
+	credits, err := NewCredits(engine, keys)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := framework.NewStaticTokens(tokens)
+	if err != nil {
+		return nil, err
+	}
+	router := gin.New()
+	framework.UseProblemHandlers(router, logger) // problem+json 404, 405 and panics
+	router.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
+	credits.Mount(router.Group("/v1", framework.RequireAuth(auth, logger)))
+	return &service{Handler: router, db: db, keys: keys}, nil
+}
+
+// Close stops the POST fallback's workers and closes the database.
+func (s *service) Close() error {
+	s.keys.Stop()
+	return s.db.Close()
+}
