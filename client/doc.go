@@ -19,11 +19,16 @@
 //
 // # Retries
 //
-// [Classify] is the single retry decision table. Network errors, timeouts,
-// 408, 425, 429, 500, 502, 503, 504 and 409 request_in_progress or
-// outcome_pending are retried with the same ID or key; 401 calls
-// [Config.RefreshTokenFunc] once and retries; every other answer (400, 402,
-// 404, 409 resource_locked, 410, 412, 413, 422, …) is final. Waits grow
+// [ClassifyAnswer] is the single retry decision table, built on the wire
+// contract of package wire (codes, their statuses and retryability). Network
+// errors, timeouts, 408, 425, 429, 500, 502, 503, 504 and 409
+// request_in_progress or outcome_pending are retried with the same ID or
+// key; 401 calls [Config.RefreshTokenFunc] once and retries; every other
+// answer (400, 402, 404, 409 resource_locked, 410, 412, 413, 415, 422, …)
+// is final. A code the contract does not define (a service's own business
+// code) is judged by its status and Retry-After: the server sends
+// Retry-After on exactly the answers that may be retried, so a 409 with it
+// is retried and one without it is final. Waits grow
 // exponentially with full jitter, honour Retry-After (delta-seconds or
 // HTTP-date), and stop at [Config.MaxAttempts], [Config.MaxElapsed] or the
 // context's deadline, whichever comes first; no wait outlives the context.

@@ -18,12 +18,20 @@
 //     integer (4200, 4200.0, 4.2e3) to one value, and so one fingerprint.
 //   - [ComputeFingerprint]: SHA-256 of the canonical validated command with
 //     tenant, operation, path parameters and semantic headers; versioned.
-//   - [Error], [ErrorFor], [WriteProblem]: stable problem codes, RFC 9457
-//     bodies, and the one mapping from error to HTTP status.
+//   - [Error], [Errorf], [Engine.WriteProblem]: problem codes, RFC 9457
+//     bodies, and the one mapping from error to HTTP status. The generic
+//     codes come from package wire, the contract shared with the client; a
+//     resource registers its business codes with [Engine.RegisterCodes]
+//     ([Codes]), and exactly the retryable codes carry Retry-After.
 //   - [WriteReply]: Idempotent-Replayed, Idempotency-Key, Location, ETag.
-//   - [IdempotencyKey]: key parsing and validation.
-//   - [Authenticator], [RequireAuth], [PrincipalFromContext]: tenant scoping
-//     before any replay.
+//   - [IdempotencyKey]: key parsing and validation (wire.ParseKey).
+//   - [Authenticator], [RequireAuth], [Tenant], [PrincipalFromContext]:
+//     tenant scoping before any replay; a 401 carries
+//     WWW-Authenticate: Bearer.
+//   - [UseProblemHandlers], [NoRoute], [NoMethod], [Recovery]: problem+json
+//     answers for unknown routes, unknown methods and panics on any gin
+//     router.
 //   - [Retention]: the replay window and tombstone retention.
-//   - [Metrics]: Prometheus counters by pattern, operation and outcome.
+//   - [Metrics]: Prometheus counters by pattern, operation and outcome,
+//     registered on the application's registry ([NewMetrics]).
 package framework
