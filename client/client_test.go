@@ -454,17 +454,20 @@ func TestAttemptCap(t *testing.T) {
 	tests := []struct {
 		status       int
 		code         string
+		retryAfter   string
 		outcomeKnown bool
 	}{
-		{http.StatusServiceUnavailable, client.CodeUnavailable, false},
-		{http.StatusConflict, client.CodeOutcomePending, false},
-		{http.StatusTooManyRequests, "", true},
+		{http.StatusServiceUnavailable, client.CodeUnavailable, "", false},
+		{http.StatusConflict, client.CodeOutcomePending, "", false},
+		{http.StatusTooManyRequests, "", "", true},
+		// A service's own code: retryable because it carries Retry-After.
+		{http.StatusConflict, "ledger_busy", "1", false},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.status, tt.code), func(t *testing.T) {
 			t.Parallel()
 			env := setup(t, func(c *client.Config) { c.MaxAttempts = 3 })
-			env.api.setFixed("/v1/payments", fixedAnswer{status: tt.status, code: tt.code})
+			env.api.setFixed("/v1/payments", fixedAnswer{status: tt.status, code: tt.code, retryAfter: tt.retryAfter})
 
 			_, err := env.client.Post(t.Context(), client.PostRequest{Path: "/v1/payments", Body: paymentBody})
 			e := asError(t, err)
