@@ -58,7 +58,7 @@
 // headers of Config.StoredHeaders and a body capped at Config.MaxStoredBody,
 // re-rendered by [Operation.RenderFunc] above it) and the business
 // rejections listed in [Operation.RejectionCodes] (stored as the exact bytes
-// of framework.RenderProblem). Both are replayed byte for byte with
+// of the engine's RenderProblem). Both are replayed byte for byte with
 // Idempotent-Replayed: true for the engine's replay window. Validation
 // errors, 401/403 and 429 are never stored.
 //

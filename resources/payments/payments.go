@@ -120,12 +120,12 @@ func (p *Payments) handleGet(c *gin.Context) {
 	}
 	pay, err := p.Get(c.Request.Context(), tenant, c.Param("id"))
 	if err != nil {
-		framework.WriteProblem(c.Writer, c.Request, p.engine.Logger(), err)
+		p.engine.WriteProblem(c.Writer, c.Request, err)
 		return
 	}
 	body, err := json.Marshal(pay)
 	if err != nil {
-		framework.WriteProblem(c.Writer, c.Request, p.engine.Logger(), err)
+		p.engine.WriteProblem(c.Writer, c.Request, err)
 		return
 	}
 	framework.WriteReply(c.Writer, framework.Reply{Status: http.StatusOK, Body: body})
