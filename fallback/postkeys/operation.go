@@ -237,15 +237,18 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 	return &Endpoint[Cmd]{a: a, op: in}, nil
 }
 
-// requestLevel are the generic codes that judge the request rather than
-// decide the operation: they are never stored under a key (DESIGN §6).
-var requestLevel = map[framework.Code]bool{
-	framework.CodeMalformedJSON: true, framework.CodeValidationFailed: true,
-	framework.CodeInvalidResourceID: true, framework.CodeIdempotencyKeyMissing: true,
-	framework.CodeIdempotencyKeyInvalid: true, framework.CodeIdempotencyKeyReuse: true,
-	framework.CodeUnauthenticated: true, framework.CodeMethodNotAllowed: true,
-	framework.CodePayloadTooLarge: true, framework.CodeUnsupportedMediaType: true,
-	framework.CodePreconditionFailed: true,
+// requestLevel reports whether code is a generic code that judges the
+// request rather than decides the operation: those are never stored under a
+// key (DESIGN §6).
+func requestLevel(code framework.Code) bool {
+	switch code {
+	case framework.CodeMalformedJSON, framework.CodeValidationFailed, framework.CodeInvalidResourceID,
+		framework.CodeIdempotencyKeyMissing, framework.CodeIdempotencyKeyInvalid, framework.CodeIdempotencyKeyReuse,
+		framework.CodeUnauthenticated, framework.CodeMethodNotAllowed, framework.CodePayloadTooLarge,
+		framework.CodeUnsupportedMediaType, framework.CodePreconditionFailed:
+		return true
+	}
+	return false
 }
 
 // storableRejection reports whether code can be stored and replayed as a
@@ -255,7 +258,7 @@ func storableRejection(codes *framework.Codes, code framework.Code) error {
 	switch {
 	case !ok:
 		return fmt.Errorf("%w: %q (register it with Engine.RegisterCodes before declaring the operation)", framework.ErrCodeUnregistered, code)
-	case info.Status < 400 || info.Status >= 500, info.Retryable, requestLevel[code],
+	case info.Status < 400 || info.Status >= 500, info.Retryable, requestLevel(code),
 		info.Status == http.StatusUnauthorized, info.Status == http.StatusForbidden,
 		info.Status == http.StatusProxyAuthRequired, info.Status == http.StatusTooManyRequests:
 		return fmt.Errorf("%q (%d) is not a storable business rejection", code, info.Status)
