@@ -57,7 +57,7 @@ func (c *Collection[T]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig) error {
 		// Until the key names the order, point at the PUT form with a fresh
 		// ID (a valid successor URL) and give the template (RFC 9652).
 		h.Set(wire.HeaderLink, "<"+c.location(uuid.New())+`>; rel="successor-version"`)
-		h.Set("Link-Template", "<"+c.res.BasePath+`/{id}>; rel="successor-version"`)
+		h.Set(wire.HeaderLinkTemplate, "<"+c.res.BasePath+`/{id}>; rel="successor-version"`)
 		tenant, ok := Tenant(g, c.engine.logger)
 		if !ok {
 			return

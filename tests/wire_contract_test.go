@@ -8,9 +8,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/wire"
 )
@@ -136,6 +138,11 @@ func TestREADMECodesMatchTheRegistry(t *testing.T) {
 	}
 	registered := e.app.Engine.Codes().All()
 	for _, info := range registered {
+		// Retry-After on exactly the retryable answers of the demo.
+		status, h, _ := e.app.Engine.RenderProblem(&framework.Error{Code: info.Code, RetryAfter: 2 * time.Second})
+		if status != info.Status || (h.Get("Retry-After") != "") != info.Retryable {
+			t.Errorf("%q renders %d with Retry-After %q", info.Code, status, h.Get("Retry-After"))
+		}
 		doc, ok := documented[info.Code]
 		if !ok || doc.Status != info.Status || doc.Retryable != info.Retryable {
 			t.Errorf("README documents %q as %+v; the registry says %d, retryable %v", info.Code, doc, info.Status, info.Retryable)

@@ -27,6 +27,9 @@ const (
 	HeaderDeprecation = "Deprecation"
 	HeaderLink        = "Link"
 	HeaderSunset      = "Sunset"
+	// HeaderLinkTemplate (RFC 9652) gives the successor's URI template when
+	// a legacy POST had no valid key to name the resource by.
+	HeaderLinkTemplate = "Link-Template"
 	// HeaderAuthorization carries "Bearer <token>"; HeaderWWWAuthenticate
 	// ("Bearer") is sent with every 401.
 	HeaderAuthorization   = "Authorization"
