@@ -19,8 +19,8 @@ import (
 	"github.com/retrysafe/retrysafe/wire"
 )
 
-// newEngine returns an engine on a fresh SQLite database.
-func newEngine(t *testing.T) *framework.Engine {
+// codesEngine returns an engine on a fresh SQLite database.
+func codesEngine(t *testing.T) *framework.Engine {
 	t.Helper()
 	db, err := store.Open(context.Background(), testdb.New(t, "sqlite"), store.Config{})
 	if err != nil {
@@ -36,7 +36,7 @@ func newEngine(t *testing.T) *framework.Engine {
 
 func TestRegisterCodes(t *testing.T) {
 	t.Parallel()
-	engine := newEngine(t)
+	engine := codesEngine(t)
 	funds := framework.CodeInfo{Code: "insufficient_funds", Status: http.StatusUnprocessableEntity, Title: "Insufficient funds"}
 	if err := engine.RegisterCodes(funds); err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func TestRegisterCodes(t *testing.T) {
 // or key, never on a final one, even when the error sets one.
 func TestRetryAfterOnExactlyTheRetryableAnswers(t *testing.T) {
 	t.Parallel()
-	engine := newEngine(t)
+	engine := codesEngine(t)
 	if err := engine.RegisterCodes(
 		framework.CodeInfo{Code: "insufficient_funds", Status: 422, Title: "Insufficient funds"},
 		framework.CodeInfo{Code: "ledger_busy", Status: 409, Title: "Ledger busy", Retryable: true},
@@ -134,7 +134,7 @@ func TestRetryAfterOnExactlyTheRetryableAnswers(t *testing.T) {
 
 func TestUnregisteredCodeIsAServerBug(t *testing.T) {
 	t.Parallel()
-	engine := newEngine(t)
+	engine := codesEngine(t)
 	status, h, body := engine.RenderProblem(framework.Errorf("never_registered", "secret detail"))
 	if status != http.StatusInternalServerError || h.Get("Retry-After") != "" ||
 		strings.Contains(string(body), "never_registered") || strings.Contains(string(body), "secret") {

@@ -14,6 +14,11 @@ import (
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
+// codesCmd is the command of the declarations below.
+type codesCmd struct {
+	Amount int64 `json:"amount" validate:"min=1"`
+}
+
 // TestRejectionCodesMustBeRegistered: a declaration naming a code nobody
 // registered, or one that cannot be a stored business rejection, fails when
 // the operation is declared, never while serving.
@@ -40,11 +45,11 @@ func TestRejectionCodesMustBeRegistered(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	exec := func(context.Context, *gorm.DB, postkeys.Request[widgetCmd]) (postkeys.Response, error) {
+	exec := func(context.Context, *gorm.DB, postkeys.Request[codesCmd]) (postkeys.Response, error) {
 		return postkeys.Response{Status: http.StatusNoContent}, nil
 	}
 	declare := func(name string, codes ...framework.Code) error {
-		_, err := postkeys.Register(keys, postkeys.Operation[widgetCmd]{Name: name, RejectionCodes: codes, ExecuteFunc: exec})
+		_, err := postkeys.Register(keys, postkeys.Operation[codesCmd]{Name: name, RejectionCodes: codes, ExecuteFunc: exec})
 		return err
 	}
 	if err := declare("unregistered", "card_declined"); !errors.Is(err, framework.ErrCodeUnregistered) {

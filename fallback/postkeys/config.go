@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Defaults of [Config].
@@ -91,7 +93,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxStoredBody = DefaultMaxStoredBody
 	}
 	if c.StoredHeaders == nil {
-		c.StoredHeaders = []string{"Content-Type", "Location", "ETag"}
+		c.StoredHeaders = []string{wire.HeaderContentType, wire.HeaderLocation, wire.HeaderETag}
 	}
 	c.StoredHeaders = append([]string(nil), c.StoredHeaders...)
 	for i, h := range c.StoredHeaders {
