@@ -226,7 +226,9 @@ type failingStore struct{ client.KeyStore }
 func (failingStore) Load(context.Context, string) (client.StoredKey, error) {
 	return client.StoredKey{}, client.ErrKeyNotFound
 }
-func (failingStore) Save(context.Context, string, client.StoredKey) error { return errors.New("disk full") }
+func (failingStore) Save(context.Context, string, client.StoredKey) error {
+	return errors.New("disk full")
+}
 
 func TestKeyNotSavedMeansNothingSent(t *testing.T) {
 	t.Parallel()

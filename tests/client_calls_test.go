@@ -140,7 +140,9 @@ func TestClientRefusesExpiredKey(t *testing.T) {
 		}
 		now := time.Now()
 		newClient := func(at time.Time) *client.Client {
-			return ce.newClient(t, func(c *client.Config) { c.KeyStore, c.NowFunc, c.MaxAttempts = store, func() time.Time { return at }, 1 })
+			return ce.newClient(t, func(c *client.Config) {
+				c.KeyStore, c.NowFunc, c.MaxAttempts = store, func() time.Time { return at }, 1
+			})
 		}
 		const op = "transfer-1042"
 		key, _ := ce.client.NewKey()

@@ -306,4 +306,3 @@ func problemCode(body []byte) string {
 	_ = json.Unmarshal(body, &p)
 	return p.Code
 }
-
