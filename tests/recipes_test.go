@@ -126,7 +126,7 @@ func writeInjected(w http.ResponseWriter, status int, code string) {
 func recipeSetup(t *testing.T, dsn string, cfg ...func(*app.Config)) (*clientEnv, *faultProxy) {
 	t.Helper()
 	ce := clientSetup(t, dsn, cfg...)
-	return ce, newFaultProxy(t, ce.app.Handler())
+	return ce, newFaultProxy(t, ce.srv.Config.Handler)
 }
 
 // retryableClient is go-retryablehttp with the shipped policy and short
