@@ -7,6 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -305,4 +310,170 @@ func problemCode(body []byte) string {
 	}
 	_ = json.Unmarshal(body, &p)
 	return p.Code
+}
+
+// readmeBlock returns the fenced code block of language lang in the README
+// that contains marker: the recipe a reader copies is the one that runs.
+func readmeBlock(t *testing.T, lang, marker string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatalf("read README: %v", err)
+	}
+	for _, part := range strings.Split(string(readme), "```"+lang+"\n")[1:] {
+		block, _, ok := strings.Cut(part, "\n```")
+		if ok && strings.Contains(block, marker) {
+			return block + "\n"
+		}
+	}
+	t.Fatalf("README has no %s block with %q", lang, marker)
+	return ""
+}
+
+// recipeOp is one logical operation a recipe runs, and what must come of it.
+type recipeOp struct {
+	Path   string          `json:"path"`
+	Key    string          `json:"key"`
+	Body   json.RawMessage `json:"body"`
+	plan   []clientFault
+	status int
+	code   string
+}
+
+func recipeOps(prefix string) []recipeOp {
+	ops := make([]recipeOp, 0, len(recipePlans)+3)
+	for i, plan := range recipePlans {
+		ops = append(ops, recipeOp{Path: "/v1/payments", Key: fmt.Sprintf("%s-pay-%d", prefix, i), plan: plan, status: http.StatusCreated,
+			Body: fmt.Appendf(nil, `{"amount":%d,"currency":"usd","customer":"cus_8812"}`, 2000+i)})
+	}
+	return append(ops,
+		recipeOp{Path: "/v1/transfers", Key: prefix + "-eur", Body: transferBody("acc_a", "acc_b", 100, "EUR"),
+			plan: []clientFault{fakeInProgress, loseAnswer}, status: http.StatusCreated},
+		recipeOp{Path: "/v1/transfers", Key: prefix + "-usd", Body: transferBody("acc_a", "acc_b", 100, "USD"),
+			status: http.StatusConflict, code: client.CodeCurrencyMismatch},
+		recipeOp{Path: "/v1/transfers", Key: prefix + "-eur", Body: transferBody("acc_a", "acc_b", 999, "EUR"),
+			status: http.StatusUnprocessableEntity, code: client.CodeIdempotencyKeyReuse},
+	)
+}
+
+// wantRecipeOutcome checks what one operation of a recipe got, then, once
+// all ran, that each had exactly one effect.
+func wantRecipeOutcome(t *testing.T, proxy *faultProxy, op recipeOp, status int, body []byte, requestsBefore int) {
+	t.Helper()
+	if status != op.status {
+		t.Fatalf("%s: status %d, want %d; body %s", op.Key, status, op.status, body)
+	}
+	requests := proxy.requests(op.Key) - requestsBefore
+	if op.code != "" {
+		if problemCode(body) != op.code || requests != 1 {
+			t.Fatalf("%s: code %q after %d requests, want the final %s at once with its body %s", op.Key, problemCode(body), requests, op.code, body)
+		}
+		return
+	}
+	if !bytes.Equal(body, proxy.originalAnswer(op.Key)) || requests != len(op.plan)+1 {
+		t.Fatalf("%s: %s after %d requests; want the original answer %s after %d", op.Key, body, requests, proxy.originalAnswer(op.Key), len(op.plan)+1)
+	}
+}
+
+func wantOneEffectEach(t *testing.T, ce *clientEnv) {
+	t.Helper()
+	if charges := ce.sandboxChargeIDs(t); len(charges) != len(recipePlans) {
+		t.Fatalf("%d sandbox charges, want %d (one per logical payment)", len(charges), len(recipePlans))
+	}
+	if n := ce.count("transfers", "tenant_id = ?", "acme"); n != 1 {
+		t.Fatalf("%d transfers, want 1", n)
+	}
+	ce.wantBalance(tokenAcme, "acc_b", 100)
+}
+
+const pythonDriver = `
+import json, os, sys
+session = retrysafe_session(os.environ["RETRYSAFE_TOKEN"])
+op = json.loads(sys.argv[1])
+r = post_once(session, os.environ["RETRYSAFE_BASE"] + op["path"], op["body"], key=op["key"])
+print(json.dumps({"status": r.status_code, "body": r.text}))
+`
+
+// TestRecipePythonRequests runs the README's Python recipe against the
+// demo behind the fault proxy.
+func TestRecipePythonRequests(t *testing.T) {
+	t.Parallel()
+	if err := exec.Command("python3", "-c", "import requests").Run(); err != nil {
+		t.Skipf("python3 with requests is not available (%v): install python3-requests to run the Python recipe", err)
+	}
+	script := filepath.Join(t.TempDir(), "recipe.py")
+	if err := os.WriteFile(script, []byte(readmeBlock(t, "python", "class RetrysafeRetry")+pythonDriver), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ce, proxy := recipeSetup(t, dsn)
+		ce.skipWithoutPayments(t)
+		for _, op := range recipeOps("py") {
+			proxy.setPlan(op.Key, op.plan...)
+			before := proxy.requests(op.Key)
+			arg, _ := json.Marshal(op)
+			cmd := exec.CommandContext(t.Context(), "python3", script, string(arg))
+			cmd.Env = append(os.Environ(), "RETRYSAFE_BASE="+proxy.srv.URL, "RETRYSAFE_TOKEN="+tokenAcme)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s: python: %v: %s", op.Key, err, exitStderr(err))
+			}
+			var got struct {
+				Status int    `json:"status"`
+				Body   string `json:"body"`
+			}
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("%s: python printed %s: %v", op.Key, out, err)
+			}
+			wantRecipeOutcome(t, proxy, op, got.Status, []byte(got.Body), before)
+		}
+		wantOneEffectEach(t, ce)
+	})
+}
+
+// TestRecipeCurl runs the README's curl recipe against the demo behind the
+// fault proxy.
+func TestRecipeCurl(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed: install curl to run the curl recipe")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	recipe := readmeBlock(t, "sh", "retrysafe_post()")
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ce, proxy := recipeSetup(t, dsn)
+		ce.skipWithoutPayments(t)
+		dir := t.TempDir()
+		for _, op := range recipeOps("curl") {
+			proxy.setPlan(op.Key, op.plan...)
+			before := proxy.requests(op.Key)
+			cmd := exec.CommandContext(t.Context(), "bash", "-c", recipe+`retrysafe_post "$1" "$2" "$3"`, "recipe",
+				proxy.srv.URL+op.Path, op.Key, string(op.Body))
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "TOKEN="+tokenAcme)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s: bash: %v: %s", op.Key, err, exitStderr(err))
+			}
+			status, err := strconv.Atoi(strings.TrimSpace(string(out)))
+			if err != nil {
+				t.Fatalf("%s: the recipe printed %q", op.Key, out)
+			}
+			body, err := os.ReadFile(filepath.Join(dir, "response.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRecipeOutcome(t, proxy, op, status, body, before)
+		}
+		wantOneEffectEach(t, ce)
+	})
+}
+
+func exitStderr(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(ee.Stderr)
+	}
+	return ""
 }
