@@ -441,6 +441,8 @@ func (c *Client) do(ctx context.Context, a *attempt) (*Result, error) {
 		tries++
 		last = c.send(ctx, a, token, c.cfg.MaxElapsed-c.cfg.NowFunc().Sub(start))
 		attempts += last.sends
+		// A silent re-send means an earlier send broke unanswered.
+		mayHaveEffect = mayHaveEffect || last.sends > 1
 		if last.err != nil && ctx.Err() != nil {
 			return nil, fail(false, ctx.Err())
 		}
