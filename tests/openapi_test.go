@@ -223,7 +223,7 @@ func TestOpenAPIServedDocumentIsValid(t *testing.T) {
 		}
 	}
 	conflict := got["POST /v1/payments"].Responses.Status(http.StatusConflict).Value
-	codes := conflict.Content.Get("application/problem+json").Schema.Value.Properties["code"].Value.Enum
+	codes := conflict.Content.Get("application/problem+json").Schema.Value.AllOf[1].Value.Properties["code"].Value.Enum
 	if !slices.Contains(codes, any("request_in_progress")) || !slices.Contains(codes, any("outcome_pending")) || conflict.Headers["Retry-After"] == nil {
 		t.Fatalf("POST /v1/payments 409: codes %v, headers %v", codes, conflict.Headers)
 	}

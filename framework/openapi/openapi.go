@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"path"
 	"reflect"
 	"slices"
 	"strconv"
@@ -66,6 +67,9 @@ func New(cfg Config, routes ...framework.RouteDescription) (*Document, error) {
 	for _, s := range cfg.Servers {
 		doc.AddServer(&openapi3.Server{URL: s})
 	}
+	doc.Components.Schemas = openapi3.Schemas{problemComponent: openapi3.NewSchemaRef("",
+		structSchema(reflect.TypeFor[framework.Problem](), outbound, 0))}
+	named := components{doc: doc, dirs: map[string]direction{}}
 	seen := map[string]bool{}
 	for _, r := range routes {
 		key := r.Method + " " + r.Path
@@ -73,7 +77,7 @@ func New(cfg Config, routes ...framework.RouteDescription) (*Document, error) {
 			return nil, fmt.Errorf("openapi: %s is described twice", key)
 		}
 		seen[key] = true
-		op, err := operation(r)
+		op, err := named.operation(r)
 		if err != nil {
 			return nil, fmt.Errorf("openapi: %s: %w", key, err)
 		}
@@ -120,7 +124,36 @@ func retryable(c framework.Code) bool {
 	return c.Status() == http.StatusTooManyRequests || c.Status() == http.StatusServiceUnavailable
 }
 
-func operation(r framework.RouteDescription) (*openapi3.Operation, error) {
+// problemComponent is the component name of the RFC 9457 body.
+const problemComponent = "Problem"
+
+// components names the top-level body schemas of named Go types
+// ("orders.Command") in the document's components, so that tools see one
+// schema per type.
+type components struct {
+	doc  *openapi3.T
+	dirs map[string]direction
+}
+
+// body returns a reference to the component of t, adding it on first use;
+// an unnamed type, or a name already used in the other direction, is
+// inlined.
+func (c components) body(t reflect.Type, dir direction) *openapi3.SchemaRef {
+	name := ""
+	if t.Name() != "" && t.PkgPath() != "" {
+		name = path.Base(t.PkgPath()) + "." + t.Name()
+	}
+	if d, ok := c.dirs[name]; name == "" || (ok && d != dir) {
+		return openapi3.NewSchemaRef("", schemaFor(t, dir))
+	}
+	if _, ok := c.dirs[name]; !ok {
+		c.dirs[name] = dir
+		c.doc.Components.Schemas[name] = openapi3.NewSchemaRef("", schemaFor(t, dir))
+	}
+	return openapi3.NewSchemaRef("#/components/schemas/"+name, c.doc.Components.Schemas[name].Value)
+}
+
+func (c components) operation(r framework.RouteDescription) (*openapi3.Operation, error) {
 	op := openapi3.NewOperation()
 	op.OperationID, op.Summary, op.Tags, op.Deprecated = r.OperationID, r.Summary, r.Tags, r.Deprecated
 	op.Description = r.Description
@@ -170,14 +203,14 @@ func operation(r framework.RouteDescription) (*openapi3.Operation, error) {
 	}
 	if r.Request != nil {
 		op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).
-			WithJSONSchema(schemaFor(r.Request, inbound))}
+			WithJSONSchemaRef(c.body(r.Request, inbound))}
 	}
 
 	op.Responses = openapi3.NewResponsesWithCapacity(len(r.Responses) + len(r.Problems))
 	for _, resp := range r.Responses {
 		out := openapi3.NewResponse().WithDescription(orText(resp.Description, http.StatusText(resp.Status)))
 		if resp.Body != nil {
-			out.WithJSONSchema(schemaFor(resp.Body, outbound))
+			out.WithJSONSchemaRef(c.body(resp.Body, outbound))
 		}
 		out.Headers = headers(resp.Headers)
 		op.Responses.Set(strconv.Itoa(resp.Status), &openapi3.ResponseRef{Value: out})
@@ -207,7 +240,7 @@ func operation(r framework.RouteDescription) (*openapi3.Operation, error) {
 			hs = append(hs, "WWW-Authenticate")
 		}
 		out := openapi3.NewResponse().WithDescription("Problem: " + strings.Join(names, ", "))
-		out.Content = openapi3.Content{framework.ContentTypeProblem: openapi3.NewMediaType().WithSchema(problemSchema(status, names))}
+		out.Content = openapi3.Content{framework.ContentTypeProblem: openapi3.NewMediaType().WithSchemaRef(c.problem(status, names))}
 		out.Headers = headers(hs)
 		op.Responses.Set(strconv.Itoa(status), &openapi3.ResponseRef{Value: out})
 	}
@@ -283,15 +316,18 @@ func headers(names []string) openapi3.Headers {
 	return out
 }
 
-// problemSchema is the RFC 9457 body of a problem answer with one of codes.
-func problemSchema(status int, codes []string) *openapi3.Schema {
+// problem is the RFC 9457 body of a problem answer with one of codes: the
+// Problem component, narrowed to the status and the codes.
+func (c components) problem(status int, codes []string) *openapi3.SchemaRef {
 	enum := make([]any, len(codes))
-	for i, c := range codes {
-		enum[i] = c
+	for i, code := range codes {
+		enum[i] = code
 	}
-	s := structSchema(reflect.TypeFor[framework.Problem](), outbound, 0)
-	s.Properties["code"].Value.Enum = enum
 	st := float64(status)
-	s.Properties["status"].Value.Min, s.Properties["status"].Value.Max = &st, &st
-	return s
+	narrow := &openapi3.Schema{Properties: openapi3.Schemas{
+		"code":   openapi3.NewSchemaRef("", &openapi3.Schema{Enum: enum}),
+		"status": openapi3.NewSchemaRef("", &openapi3.Schema{Min: &st, Max: &st}),
+	}}
+	ref := openapi3.NewSchemaRef("#/components/schemas/"+problemComponent, c.doc.Components.Schemas[problemComponent].Value)
+	return openapi3.NewSchemaRef("", &openapi3.Schema{AllOf: openapi3.SchemaRefs{ref, openapi3.NewSchemaRef("", narrow)}})
 }

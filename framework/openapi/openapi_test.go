@@ -77,6 +77,9 @@ func TestSchemasFollowValidateTags(t *testing.T) {
 	if d := props["tag"].Value.Description; !strings.Contains(d, "sku_format") {
 		t.Fatalf("a custom rule is not named: %q", d)
 	}
+	if ref := op.RequestBody.Value.Content.Get("application/json").Schema.Ref; ref != "#/components/schemas/openapi_test.command" {
+		t.Fatalf("request body ref %q, want the command's component", ref)
+	}
 	if _, ok := props["internal"]; ok || *body.AdditionalProperties.Has {
 		t.Fatalf("unexported field or open schema: %+v", body)
 	}
@@ -98,7 +101,7 @@ func TestSchemasFollowValidateTags(t *testing.T) {
 	if conflict.Headers["Retry-After"] == nil {
 		t.Fatal("409 with request_in_progress does not declare Retry-After")
 	}
-	if codes := conflict.Content.Get("application/problem+json").Schema.Value.Properties["code"].Value.Enum; len(codes) != 2 {
+	if codes := conflict.Content.Get("application/problem+json").Schema.Value.AllOf[1].Value.Properties["code"].Value.Enum; len(codes) != 2 {
 		t.Fatalf("409 codes %v, want request_in_progress and resource_locked", codes)
 	}
 	if op.Responses.Status(http.StatusUnprocessableEntity).Value.Headers["Retry-After"] != nil {
