@@ -10,9 +10,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,7 +83,12 @@ type Result struct {
 	ID  uuid.UUID
 	Key string
 
-	// Attempts is the number of requests sent, the successful one included.
+	// Attempts is the number of requests sent, the successful one
+	// included. It counts the re-sends that net/http's transport makes on
+	// its own (a request with an Idempotency-Key, or a GET, whose reused
+	// connection broke before any answer is silently sent again on a new
+	// one), as far as the HTTPClient's transport reports them through
+	// net/http/httptrace; [Config.MaxAttempts] caps the client's own tries.
 	Attempts int
 }
 
@@ -106,6 +113,10 @@ type CreateRequest struct {
 	// Body is the JSON representation to send. It is kept and re-sent
 	// unchanged on every attempt.
 	Body []byte
+
+	// Value, when Body is nil, is marshalled once with encoding/json and
+	// sent as the body. Defaults to nil.
+	Value any
 
 	// Header holds extra headers sent on every attempt. Content-Type
 	// defaults to application/json.
@@ -132,6 +143,10 @@ type PostRequest struct {
 	// Body is the JSON request body. It is kept and re-sent unchanged on
 	// every attempt.
 	Body []byte
+
+	// Value, when Body is nil, is marshalled once with encoding/json and
+	// sent as the body. Defaults to nil.
+	Value any
 
 	// Header holds extra headers sent on every attempt. Content-Type
 	// defaults to application/json.
@@ -173,7 +188,11 @@ func (c *Client) Create(ctx context.Context, req CreateRequest) (*Result, error)
 	if req.ID != uuid.Nil {
 		explicit = req.ID.String()
 	}
-	idStr, err := c.resolve(ctx, req.Operation, explicit, func() (string, error) {
+	body, err := marshalBody(req.Body, req.Value)
+	if err != nil {
+		return nil, err
+	}
+	idStr, err := c.resolve(ctx, req.Operation, explicit, false, func() (string, error) {
 		id, err := c.NewID()
 		return id.String(), err
 	})
@@ -184,13 +203,13 @@ func (c *Client) Create(ctx context.Context, req CreateRequest) (*Result, error)
 	if err != nil || id == uuid.Nil {
 		return nil, fmt.Errorf("%w: Create: stored ID %q for operation %q is not a UUID", ErrInvalidRequest, idStr, req.Operation)
 	}
-	h := c.requestHeader(req.Header, req.Body)
+	h := c.requestHeader(req.Header, body)
 	h.Set(wire.HeaderIfNoneMatch, "*")
 	res, err := c.do(ctx, &attempt{
 		method: http.MethodPut,
 		url:    c.base.JoinPath(req.Collection, id.String()).String(),
 		header: h,
-		body:   req.Body,
+		body:   body,
 		id:     id.String(),
 		log:    slog.String("id", id.String()),
 	})
@@ -203,11 +222,17 @@ func (c *Client) Create(ctx context.Context, req CreateRequest) (*Result, error)
 
 // Post sends a write through the POST fallback. It resolves the
 // idempotency key once (the one stored for req.Operation, else req.Key,
-// else a new one, saved before the first attempt), then sends POST {Path} with "Idempotency-Key",
-// retrying with that same key per [Classify].
+// else a new one, saved before the first attempt), then sends POST {Path}
+// with "Idempotency-Key", retrying with that same key per [Classify].
 //
-// An error before the first attempt (bad request, invalid key, KeyStore
-// failure) is returned as is; every other error is an [*Error].
+// A key stored for req.Operation longer ago than [Config.ReplayWindow] is
+// not sent: the server has forgotten it and would run the operation again.
+// Post returns a [*KeyExpiredError] instead (errors.Is [ErrKeyExpired]);
+// find out whether the operation took effect, then [Client.Forget] it.
+//
+// An error before the first attempt (bad request, invalid key, expired
+// key, KeyStore failure) is returned as is; every other error is an
+// [*Error].
 func (c *Client) Post(ctx context.Context, req PostRequest) (*Result, error) {
 	if strings.TrimSpace(req.Path) == "" {
 		return nil, fmt.Errorf("%w: Post: empty Path", ErrInvalidRequest)
@@ -217,21 +242,25 @@ func (c *Client) Post(ctx context.Context, req PostRequest) (*Result, error) {
 			return nil, err
 		}
 	}
-	key, err := c.resolve(ctx, req.Operation, req.Key, c.NewKey)
+	body, err := marshalBody(req.Body, req.Value)
+	if err != nil {
+		return nil, err
+	}
+	key, err := c.resolve(ctx, req.Operation, req.Key, true, c.NewKey)
 	if err != nil {
 		return nil, err
 	}
 	if err := ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("Post: operation %q: %w", req.Operation, err)
 	}
-	h := c.requestHeader(req.Header, req.Body)
+	h := c.requestHeader(req.Header, body)
 	h.Set(wire.HeaderIdempotencyKey, key)
 	sum := sha256.Sum256([]byte(key))
 	res, err := c.do(ctx, &attempt{
 		method: http.MethodPost,
 		url:    c.base.JoinPath(req.Path).String(),
 		header: h,
-		body:   req.Body,
+		body:   body,
 		key:    key,
 		log:    slog.String("key_sha256", hex.EncodeToString(sum[:])),
 	})
@@ -267,8 +296,9 @@ func ValidateKey(key string) error {
 
 // resolve returns the key (or ID) of a logical operation: the one stored
 // for operation, else explicit, else a generated one, saving it before
-// returning when a KeyStore and an operation name are set.
-func (c *Client) resolve(ctx context.Context, operation, explicit string, generate func() (string, error)) (string, error) {
+// returning when a KeyStore and an operation name are set. With expires, a
+// stored key older than the replay window is refused.
+func (c *Client) resolve(ctx context.Context, operation, explicit string, expires bool, generate func() (string, error)) (string, error) {
 	store := c.cfg.KeyStore
 	if store == nil || operation == "" {
 		if explicit != "" {
@@ -279,10 +309,13 @@ func (c *Client) resolve(ctx context.Context, operation, explicit string, genera
 	stored, err := store.Load(ctx, operation)
 	switch {
 	case err == nil:
-		if explicit != "" && explicit != stored {
+		if explicit != "" && explicit != stored.Key {
 			return "", fmt.Errorf("%w: operation %q is already bound to another key or ID; Forget it first", ErrInvalidRequest, operation)
 		}
-		return stored, nil
+		if age := c.cfg.NowFunc().Sub(stored.SavedAt); expires && !stored.SavedAt.IsZero() && age >= c.cfg.ReplayWindow {
+			return "", &KeyExpiredError{Operation: operation, Key: stored.Key, SavedAt: stored.SavedAt, Age: age, ReplayWindow: c.cfg.ReplayWindow}
+		}
+		return stored.Key, nil
 	case !errors.Is(err, ErrKeyNotFound):
 		return "", fmt.Errorf("client: key store: %w", err)
 	}
@@ -292,7 +325,7 @@ func (c *Client) resolve(ctx context.Context, operation, explicit string, genera
 			return "", fmt.Errorf("client: generate key: %w", err)
 		}
 	}
-	if err := store.Save(ctx, operation, v); err != nil {
+	if err := store.Save(ctx, operation, StoredKey{Key: v, SavedAt: c.cfg.NowFunc()}); err != nil {
 		return "", fmt.Errorf("client: key store: %w", err)
 	}
 	return v, nil
@@ -344,6 +377,14 @@ type attempt struct {
 	body    []byte
 	id, key string
 	log     slog.Attr
+
+	// conditional marks a request with If-Match: a 412 after an attempt
+	// that may have taken effect may be that attempt's own doing, so it
+	// does not settle the outcome.
+	conditional bool
+	// goneIsDone marks a DELETE: a 404 or 410 after an attempt that may
+	// have taken effect means the resource is gone, which is the goal.
+	goneIsDone bool
 }
 
 // response is the outcome of one try: a response, or a transport error.
@@ -353,6 +394,11 @@ type response struct {
 	body    []byte
 	problem *Problem
 	err     error
+	// sends is the number of times the request went out during this try:
+	// more than 1 when net/http's transport silently re-sent it on a new
+	// connection (it does so for a request with an Idempotency-Key, or a
+	// GET, whose reused connection broke before any answer).
+	sends int
 }
 
 func (r *response) code() string {
@@ -366,7 +412,8 @@ func (r *response) code() string {
 func (c *Client) do(ctx context.Context, a *attempt) (*Result, error) {
 	start := c.cfg.NowFunc()
 	var (
-		attempts      int
+		tries         int // tries made, capped by MaxAttempts
+		attempts      int // requests sent, the transport's re-sends included
 		retries       int
 		mayHaveEffect bool // some attempt may have taken effect unseen
 		justRefreshed bool // the last try followed a token refresh
@@ -386,8 +433,11 @@ func (c *Client) do(ctx context.Context, a *attempt) (*Result, error) {
 			return nil, fail(attempts == 0 || !mayHaveEffect, err)
 		}
 		token := c.currentToken()
-		attempts++
+		tries++
 		last = c.send(ctx, a, token, c.cfg.MaxElapsed-c.cfg.NowFunc().Sub(start))
+		attempts += last.sends
+		// A silent re-send means an earlier send broke unanswered.
+		mayHaveEffect = mayHaveEffect || last.sends > 1
 		if last.err != nil && ctx.Err() != nil {
 			return nil, fail(false, ctx.Err())
 		}
@@ -415,15 +465,21 @@ func (c *Client) do(ctx context.Context, a *attempt) (*Result, error) {
 			}, nil
 
 		case Fail:
+			if a.goneIsDone && mayHaveEffect && (last.status == http.StatusNotFound || last.status == http.StatusGone) {
+				return &Result{Status: last.status, Header: last.header, Body: last.body, Attempts: attempts}, nil
+			}
 			known := isDefinitive(last.status) || (last.status >= 400 && last.status <= 499 && !mayHaveEffect)
+			if a.conditional && mayHaveEffect && last.status == http.StatusPreconditionFailed {
+				known = false
+			}
 			return nil, fail(known, last.err)
 
 		case Refresh:
 			if c.cfg.RefreshTokenFunc == nil || justRefreshed {
 				return nil, fail(!mayHaveEffect, nil)
 			}
-			if attempts >= c.cfg.MaxAttempts {
-				return nil, fail(!mayHaveEffect, fmt.Errorf("%w: MaxAttempts (%d) reached", ErrRetriesExhausted, attempts))
+			if tries >= c.cfg.MaxAttempts {
+				return nil, fail(!mayHaveEffect, fmt.Errorf("%w: MaxAttempts (%d) reached", ErrRetriesExhausted, tries))
 			}
 			if err := c.refreshToken(ctx, token); err != nil {
 				return nil, fail(!mayHaveEffect, err)
@@ -440,8 +496,8 @@ func (c *Client) do(ctx context.Context, a *attempt) (*Result, error) {
 				}
 				return fmt.Errorf("%w: %s", ErrRetriesExhausted, why)
 			}
-			if attempts >= c.cfg.MaxAttempts {
-				return nil, fail(!mayHaveEffect, exhausted(fmt.Sprintf("MaxAttempts (%d) reached", attempts)))
+			if tries >= c.cfg.MaxAttempts {
+				return nil, fail(!mayHaveEffect, exhausted(fmt.Sprintf("MaxAttempts (%d) reached", tries)))
 			}
 			budget := c.cfg.MaxElapsed - c.cfg.NowFunc().Sub(start)
 			ctxBound := false
@@ -477,10 +533,17 @@ func (c *Client) send(ctx context.Context, a *attempt, token string, budget time
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	var wrote atomic.Int32
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { wrote.Add(1) }})
+	sends := func() int { return max(1, int(wrote.Load())) }
 
-	req, err := http.NewRequestWithContext(ctx, a.method, a.url, bytes.NewReader(a.body))
+	var body io.Reader
+	if a.body != nil {
+		body = bytes.NewReader(a.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, a.method, a.url, body)
 	if err != nil {
-		return response{err: err}
+		return response{err: err, sends: 1}
 	}
 	req.Header = a.header.Clone()
 	if token != "" {
@@ -488,19 +551,19 @@ func (c *Client) send(ctx context.Context, a *attempt, token string, budget time
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return response{err: err}
+		return response{err: err, sends: sends()}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
-	r := response{status: resp.StatusCode, header: resp.Header, body: body}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
+	r := response{status: resp.StatusCode, header: resp.Header, body: data, sends: sends()}
 	switch {
 	case err != nil:
 		r.err = fmt.Errorf("client: read response body: %w", err)
-	case int64(len(body)) > c.cfg.MaxResponseBytes:
-		r.body = body[:c.cfg.MaxResponseBytes]
+	case int64(len(data)) > c.cfg.MaxResponseBytes:
+		r.body = data[:c.cfg.MaxResponseBytes]
 		r.err = fmt.Errorf("%w: over %d bytes", ErrResponseTooLarge, c.cfg.MaxResponseBytes)
 	case resp.StatusCode/100 != 2:
-		r.problem = parseProblem(resp.Header, body)
+		r.problem = parseProblem(resp.Header, data)
 	}
 	return r
 }

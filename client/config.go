@@ -35,6 +35,13 @@ type Config struct {
 	// in memory for the duration of one call.
 	KeyStore KeyStore
 
+	// ReplayWindow is how long the server remembers an idempotency key (its
+	// replay window). [Client.Post] refuses to reuse a key that the
+	// KeyStore saved longer ago than this, with a [*KeyExpiredError]. Set
+	// it to the server's window when that is not the default. Defaults to
+	// 24 hours, retrysafe's default.
+	ReplayWindow time.Duration
+
 	// MaxAttempts caps the requests sent for one logical operation, the
 	// first one included. Must be ≥ 1. Defaults to 5.
 	MaxAttempts int
@@ -94,6 +101,7 @@ type Config struct {
 }
 
 const (
+	defaultReplayWindow     = 24 * time.Hour
 	defaultMaxAttempts      = 5
 	defaultMaxElapsed       = 30 * time.Second
 	defaultAttemptTimeout   = 10 * time.Second
@@ -114,6 +122,7 @@ func (cfg *Config) withDefaults() (Config, error) {
 	if c.HTTPClient == nil {
 		c.HTTPClient = http.DefaultClient
 	}
+	setDefault(&c.ReplayWindow, defaultReplayWindow)
 	setDefault(&c.MaxAttempts, defaultMaxAttempts)
 	setDefault(&c.MaxElapsed, defaultMaxElapsed)
 	setDefault(&c.AttemptTimeout, defaultAttemptTimeout)
@@ -139,6 +148,8 @@ func (cfg *Config) withDefaults() (Config, error) {
 	}
 
 	switch {
+	case c.ReplayWindow < 0:
+		return c, fmt.Errorf("%w: ReplayWindow must not be negative, got %v", ErrInvalidConfig, c.ReplayWindow)
 	case c.MaxAttempts < 1:
 		return c, fmt.Errorf("%w: MaxAttempts must be at least 1, got %d", ErrInvalidConfig, c.MaxAttempts)
 	case c.MaxElapsed < 0:

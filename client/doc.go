@@ -17,6 +17,20 @@
 // the operation once and replays its stored answer (201, or a stored
 // rejection such as 402 card_declined) to every retry.
 //
+// # Reading, replacing, deleting
+//
+// [Client.Get] reads a resource, [Client.List] walks a collection page by
+// page (following next_cursor), [Client.Replace] sends a PUT with
+// If-Match and [Client.Delete] a DELETE with If-Match, all retried by the
+// same table. A Delete whose earlier attempt lost its answer and whose
+// retry finds the resource gone (404/410) succeeds; a conditional Replace
+// whose retry gets 412 after a lost answer reports the outcome as unknown,
+// since the lost attempt may have moved the ETag on.
+//
+// Request structs take either Body (JSON bytes) or Value (marshalled once
+// with encoding/json); [Decode] unmarshals a Result's body into a typed
+// representation and [ProblemOf] returns the problem of a failed call.
+//
 // # Retries
 //
 // [ClassifyAnswer] is the single retry decision table, built on the wire
@@ -34,6 +48,13 @@
 // context's deadline, whichever comes first; no wait outlives the context.
 // Request bodies are kept as bytes and re-sent unchanged.
 //
+// [Result.Attempts] and [Error.Attempts] count every request that went out,
+// including the re-sends that net/http's transport makes on its own: it
+// silently sends a request with an Idempotency-Key (or a GET) again on a
+// new connection when a reused one broke before any answer. Such a re-send
+// is safe for the same reason a retry is, and the client sees it through
+// net/http/httptrace.
+//
 // # Errors
 //
 // Failures after the first attempt are [*Error] values carrying the last
@@ -50,6 +71,14 @@
 // reused by the next process that runs the same operation, which then gets
 // the original result as a replay. Call [Client.Forget] once the outcome is
 // known and recorded.
+//
+// The server forgets a key after its replay window (24 hours by default;
+// [Config.ReplayWindow]). [Client.Post] does not send a stored key older
+// than that, since the server would run the operation again: it returns a
+// [*KeyExpiredError] ([ErrKeyExpired]), and the caller finds out whether
+// the operation took effect before it Forgets the key. Resource IDs of
+// [Client.Create] do not expire: a PUT with "If-None-Match: *" replays the
+// creation for as long as the resource exists.
 //
 // Clock, sleep and randomness are injectable through [Config] (NowFunc,
 // SleepFunc, RandFunc, RandReader) so that tests never sleep for real.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 var (
@@ -34,12 +35,53 @@ var (
 	// ([Config.MaxElapsed]) was reached. Retry later with the same ID or key.
 	ErrRetriesExhausted = errors.New("client: retries exhausted")
 
+	// ErrKeyExpired is matched by the [*KeyExpiredError] that [Client.Post]
+	// returns when the key stored for an operation is older than
+	// [Config.ReplayWindow]. Nothing was sent.
+	ErrKeyExpired = errors.New("client: stored key is older than the replay window")
+
 	// ErrResponseTooLarge is wrapped by the [*Error] returned when a response
 	// body exceeds [Config.MaxResponseBytes].
 	ErrResponseTooLarge = errors.New("client: response body too large")
 )
 
-// Error is the error returned by [Client.Create] and [Client.Post] once a
+// KeyExpiredError is returned by [Client.Post] instead of sending a key
+// that the server no longer remembers: it was saved in the [KeyStore] for
+// Operation longer ago than the replay window (24 hours by default), after
+// which the server treats it as new and would run the operation a second
+// time. Find out whether the operation took effect (a GET of what it
+// creates, the provider's records), act on that, then call
+// [Client.Forget] before starting over with a new key.
+type KeyExpiredError struct {
+	Operation    string
+	Key          string
+	SavedAt      time.Time
+	Age          time.Duration
+	ReplayWindow time.Duration
+}
+
+// Error says which operation's key expired and what to do.
+func (e *KeyExpiredError) Error() string {
+	return fmt.Sprintf("client: the key of operation %q was saved %v ago, beyond the server's replay window (%v): "+
+		"the server no longer remembers it and would run the operation again; find out whether it took effect, then Forget it",
+		e.Operation, e.Age.Round(time.Second), e.ReplayWindow)
+}
+
+// Is matches [ErrKeyExpired].
+func (e *KeyExpiredError) Is(target error) bool { return target == ErrKeyExpired }
+
+// ProblemOf returns the problem of the last answer carried by err (an
+// [*Error] in its chain), or nil and false.
+func ProblemOf(err error) (*Problem, bool) {
+	var e *Error
+	if errors.As(err, &e) && e.Problem != nil {
+		return e.Problem, true
+	}
+	return nil, false
+}
+
+// Error is the error returned by [Client.Create], [Client.Post] and the
+// other calls once a
 // request was attempted: the server's last answer (if any), how many
 // attempts were made and whether the outcome of the logical operation is
 // known. Use [errors.As] (or errors.AsType) to get it; errors.Is matches
@@ -66,7 +108,8 @@ type Error struct {
 	Header http.Header
 	Body   []byte
 
-	// Attempts is the number of requests sent for the operation.
+	// Attempts is the number of requests sent for the operation, the
+	// transport's own re-sends included (see [Result.Attempts]).
 	Attempts int
 
 	// OutcomeKnown reports whether the caller knows what happened on the

@@ -26,15 +26,27 @@ import (
 type KeyStore interface {
 	// Load returns the key stored for operation, or an error wrapping
 	// [ErrKeyNotFound] when there is none.
-	Load(ctx context.Context, operation string) (string, error)
+	Load(ctx context.Context, operation string) (StoredKey, error)
 
 	// Save stores key for operation, replacing any previous one. When it
 	// returns nil the key must survive a crash of the process.
-	Save(ctx context.Context, operation, key string) error
+	Save(ctx context.Context, operation string, key StoredKey) error
 
 	// Delete forgets the key of operation. Deleting a missing key is not
 	// an error.
 	Delete(ctx context.Context, operation string) error
+}
+
+// StoredKey is what a [KeyStore] keeps per operation.
+type StoredKey struct {
+	// Key is the idempotency key, or the resource ID of [Client.Create].
+	Key string
+
+	// SavedAt is when the client saved the key, before its first request,
+	// on [Config.NowFunc]'s clock. [Client.Post] compares it with
+	// [Config.ReplayWindow]; a zero SavedAt (a store that does not keep
+	// it) is never considered expired.
+	SavedAt time.Time
 }
 
 var _ KeyStore = (*FileKeyStore)(nil)
@@ -73,34 +85,34 @@ func (s *FileKeyStore) path(operation string) string {
 }
 
 // Load implements [KeyStore].
-func (s *FileKeyStore) Load(ctx context.Context, operation string) (string, error) {
+func (s *FileKeyStore) Load(ctx context.Context, operation string) (StoredKey, error) {
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return StoredKey{}, err
 	}
 	data, err := os.ReadFile(s.path(operation))
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("%w: %q", ErrKeyNotFound, operation)
+		return StoredKey{}, fmt.Errorf("%w: %q", ErrKeyNotFound, operation)
 	}
 	if err != nil {
-		return "", fmt.Errorf("client: load key: %w", err)
+		return StoredKey{}, fmt.Errorf("client: load key: %w", err)
 	}
 	var rec fileKeyRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
-		return "", fmt.Errorf("client: load key for %q: corrupt file: %w", operation, err)
+		return StoredKey{}, fmt.Errorf("client: load key for %q: corrupt file: %w", operation, err)
 	}
 	if rec.Operation != operation {
-		return "", fmt.Errorf("client: load key: file holds operation %q, want %q", rec.Operation, operation)
+		return StoredKey{}, fmt.Errorf("client: load key: file holds operation %q, want %q", rec.Operation, operation)
 	}
-	return rec.Key, nil
+	return StoredKey{Key: rec.Key, SavedAt: rec.SavedAt}, nil
 }
 
 // Save implements [KeyStore]: temporary file, fsync, rename, fsync of the
 // directory.
-func (s *FileKeyStore) Save(ctx context.Context, operation, key string) error {
+func (s *FileKeyStore) Save(ctx context.Context, operation string, key StoredKey) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := json.Marshal(fileKeyRecord{Operation: operation, Key: key, SavedAt: time.Now().UTC()})
+	data, err := json.Marshal(fileKeyRecord{Operation: operation, Key: key.Key, SavedAt: key.SavedAt.UTC()})
 	if err != nil {
 		return fmt.Errorf("client: save key: %w", err)
 	}

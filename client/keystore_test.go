@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/retrysafe/retrysafe/client"
 )
@@ -31,15 +32,16 @@ func testKeyStore(t *testing.T, newStore func(t *testing.T) client.KeyStore) {
 	t.Run("save load overwrite delete", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
+		saved := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 		for _, op := range []string{"charge-order-1042", "../../etc/passwd", "", "ünïcode / spaces"} {
-			if err := s.Save(ctx, op, "k1"); err != nil {
+			if err := s.Save(ctx, op, client.StoredKey{Key: "k1"}); err != nil {
 				t.Fatalf("Save(%q): %v", op, err)
 			}
-			if err := s.Save(ctx, op, "k2"); err != nil {
+			if err := s.Save(ctx, op, client.StoredKey{Key: "k2", SavedAt: saved}); err != nil {
 				t.Fatalf("Save(%q) again: %v", op, err)
 			}
-			if got, err := s.Load(ctx, op); err != nil || got != "k2" {
-				t.Fatalf("Load(%q) = %q, %v; want k2", op, got, err)
+			if got, err := s.Load(ctx, op); err != nil || got.Key != "k2" || !got.SavedAt.Equal(saved) {
+				t.Fatalf("Load(%q) = %+v, %v; want k2 saved at %v", op, got, err, saved)
 			}
 			if err := s.Delete(ctx, op); err != nil {
 				t.Fatalf("Delete(%q): %v", op, err)
@@ -57,14 +59,14 @@ func testKeyStore(t *testing.T, newStore func(t *testing.T) client.KeyStore) {
 		for i := range 20 {
 			wg.Go(func() {
 				op, key := fmt.Sprintf("op-%d", i), fmt.Sprintf("key-%d", i)
-				if err := s.Save(ctx, op, key); err != nil {
+				if err := s.Save(ctx, op, client.StoredKey{Key: key}); err != nil {
 					t.Errorf("Save(%s): %v", op, err)
 				}
 			})
 		}
 		wg.Wait()
 		for i := range 20 {
-			if got, err := s.Load(ctx, fmt.Sprintf("op-%d", i)); err != nil || got != fmt.Sprintf("key-%d", i) {
+			if got, err := s.Load(ctx, fmt.Sprintf("op-%d", i)); err != nil || got.Key != fmt.Sprintf("key-%d", i) {
 				t.Fatalf("Load(op-%d) = %q, %v", i, got, err)
 			}
 		}
@@ -75,7 +77,7 @@ func testKeyStore(t *testing.T, newStore func(t *testing.T) client.KeyStore) {
 		s := newStore(t)
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if err := s.Save(cctx, "op", "k"); !errors.Is(err, context.Canceled) {
+		if err := s.Save(cctx, "op", client.StoredKey{Key: "k"}); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Save with a cancelled context: err = %v", err)
 		}
 	})
@@ -100,7 +102,7 @@ func TestFileKeyStoreLeavesNoTempFiles(t *testing.T) {
 		t.Fatalf("NewFileKeyStore: %v", err)
 	}
 	for i := range 5 {
-		if err := s.Save(t.Context(), "op", fmt.Sprint("k", i)); err != nil {
+		if err := s.Save(t.Context(), "op", client.StoredKey{Key: fmt.Sprint("k", i)}); err != nil {
 			t.Fatalf("Save: %v", err)
 		}
 	}
@@ -221,8 +223,12 @@ func TestRestartReusesPersistedID(t *testing.T) {
 // failingStore is a KeyStore whose Save fails.
 type failingStore struct{ client.KeyStore }
 
-func (failingStore) Load(context.Context, string) (string, error) { return "", client.ErrKeyNotFound }
-func (failingStore) Save(context.Context, string, string) error   { return errors.New("disk full") }
+func (failingStore) Load(context.Context, string) (client.StoredKey, error) {
+	return client.StoredKey{}, client.ErrKeyNotFound
+}
+func (failingStore) Save(context.Context, string, client.StoredKey) error {
+	return errors.New("disk full")
+}
 
 func TestKeyNotSavedMeansNothingSent(t *testing.T) {
 	t.Parallel()

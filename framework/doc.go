@@ -11,6 +11,12 @@
 // transaction. [Collection.MountLegacyPOST] serves an old POST endpoint
 // through the same engine while clients move to PUT.
 //
+// Routes describe themselves for machine-readable API descriptions with
+// [RouteDescription] values ([Collection.Describe],
+// [Collection.DescribeLegacyPOST], [DescribeGet] for a resource's own
+// reads); package framework/openapi turns them into an OpenAPI 3.1
+// document.
+//
 // Shared by both patterns (and by fallback/postkeys):
 //   - [Bind] and [Binder]: strict JSON (no duplicate keys, valid UTF-8,
 //     bounded depth and size, no unknown fields), defaults, validation.

@@ -66,16 +66,21 @@ func (ft *clientFaultTransport) originalAnswer(op string) []byte {
 	return ft.original[op]
 }
 
+// setPlan gives op a plan that starts with its next attempt.
 func (ft *clientFaultTransport) setPlan(op string, plan []clientFault) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	ft.plans[op] = plan
+	delete(ft.sent, op)
 }
 
 func (ft *clientFaultTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	op := r.Header.Get("Idempotency-Key")
-	if r.Method == http.MethodPut {
+	switch r.Method {
+	case http.MethodPut:
 		op = r.URL.Path
+	case http.MethodDelete:
+		op = "DELETE " + r.URL.Path
 	}
 	ft.mu.Lock()
 	n := len(ft.sent[op])

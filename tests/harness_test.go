@@ -48,7 +48,7 @@ func newEnv(t testing.TB, dsn string, cfg ...func(*app.Config)) *env {
 	if err != nil {
 		t.Fatalf("app.New: %v", err)
 	}
-	srv := httptest.NewServer(a.Handler())
+	srv := httptest.NewServer(newSpecChecker(t, a.Handler()))
 	t.Cleanup(func() {
 		srv.Close()
 		if err := a.Close(); err != nil {

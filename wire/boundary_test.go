@@ -17,7 +17,7 @@ func TestImportBoundary(t *testing.T) {
 	forbidden := []string{
 		"github.com/gin-gonic/", "gorm.io/", "github.com/jackc/", "github.com/lib/pq",
 		"github.com/glebarez/", "modernc.org/sqlite", "github.com/mattn/go-sqlite3",
-		"github.com/pressly/goose",
+		"github.com/pressly/goose", "github.com/hashicorp/go-retryablehttp", "github.com/getkin/kin-openapi",
 		"github.com/retrysafe/retrysafe/framework", "github.com/retrysafe/retrysafe/fallback",
 	}
 	for _, pkg := range []string{"github.com/retrysafe/retrysafe/wire", "github.com/retrysafe/retrysafe/client"} {

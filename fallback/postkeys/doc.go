@@ -69,6 +69,10 @@
 // the key; the gauges retrysafe_postkeys_oldest_in_progress_age_seconds and
 // retrysafe_postkeys_unknown_records are refreshed by every recovery run.
 //
+// [Endpoint.Describe] describes a registered operation (key policy,
+// replayed rejections, outcome_pending for phased operations) for
+// framework/openapi.
+//
 // Tests simulate crashes with Config.FailPointFunc at
 // [FailPointBeforeComplete], [FailPointAfterPhase] points and the points an
 // operation names with [Run.FailPoint].

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/openapi"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/resources/orders"
 	"github.com/retrysafe/retrysafe/resources/payments"
@@ -146,12 +148,19 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 
 	v1 := router.Group("/v1", framework.RequireAuth(auth, cfg.Logger))
 	ord.Mount(v1)
-	if err := ord.MountLegacyPOST(v1, framework.LegacyConfig{DeprecatedSince: LegacyOrdersDeprecatedSince()}); err != nil {
+	legacy := framework.LegacyConfig{DeprecatedSince: LegacyOrdersDeprecatedSince()}
+	if err := ord.MountLegacyPOST(v1, legacy); err != nil {
 		return nil, err
 	}
 	trf.Mount(v1)
 	pay.Mount(v1)
 	provider.Mount(v1)
+	spec, err := openapi.New(openapi.Config{Title: "retrysafe demo", Version: "1", Codes: engine.Codes()},
+		slices.Concat(ord.Describe("/v1", &legacy), trf.Describe("/v1"), pay.Describe(), provider.Describe("/v1"))...)
+	if err != nil {
+		return nil, err
+	}
+	router.GET("/openapi.json", gin.WrapH(spec))
 
 	return &App{DB: db, Engine: engine, Orders: ord, PostKeys: keys, Transfers: trf, Payments: pay, Sandbox: provider, Registry: registry, router: router, logger: cfg.Logger}, nil
 }

@@ -1,0 +1,113 @@
+package framework
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+)
+
+// Describe returns the descriptions of the routes [Collection.Mount]
+// registers, for an API description (package framework/openapi): PUT, GET
+// and DELETE of {BasePath}/{id} and the list GET {BasePath}.
+func (c *Collection[T]) Describe() []RouteDescription {
+	name, base := c.res.Name, c.res.BasePath
+	item := base + "/{id}"
+	rep := c.representation()
+	id := ParamDescription{Name: "id", Description: "The resource ID, a UUID chosen by the client.", Required: true, Format: "uuid"}
+	minLimit, maxLimit := 1, MaxPageSize
+
+	put := RouteDescription{
+		Method: http.MethodPut, Path: item, OperationID: name + ".put", Tags: []string{name},
+		Summary: "Create or replace a " + name + " resource",
+		Description: "Creates the resource with the client's ID (201); the same request again is a replay " +
+			"(201 or 200 with Idempotent-Replayed: true) and writes nothing.",
+		PathParams: []ParamDescription{id}, Request: reflect.TypeFor[T](), IfMatch: true, IfNoneMatch: true,
+		Authenticated: true, ReplayWindow: c.engine.retention.ReplayWindow,
+		Responses: []ResponseDescription{
+			{Status: http.StatusCreated, Description: "Created, or a replay of the creation", Body: rep, Headers: ReplayResponseHeaders()},
+			{Status: http.StatusOK, Description: "Replaced, a replay of a replace, or the same request after the replay window", Body: rep,
+				Headers: []string{HeaderIdempotentReplayed, "ETag"}},
+		},
+		Problems: append(WriteProblems(), CodeInvalidResourceID, CodePreconditionFailed, CodeResourceDeleted),
+	}
+	if c.res.Mode == CreateOnly {
+		put.Summary = "Create a " + name + " resource"
+		put.Problems = append(put.Problems, CodeIdempotencyKeyReuse)
+	} else {
+		put.Description += " A different body replaces the resource (200, version + 1)."
+	}
+	if c.res.ReplaceGuardFunc != nil {
+		put.Problems = append(put.Problems, CodeResourceLocked)
+	}
+
+	get := DescribeGet(item, name+".get", "Read a "+name+" resource", rep, id)
+	get.Tags = []string{name}
+	get.Responses[0].Headers = []string{"ETag"}
+	get.Problems = append(get.Problems, CodeInvalidResourceID)
+
+	del := RouteDescription{
+		Method: http.MethodDelete, Path: item, OperationID: name + ".delete", Tags: []string{name},
+		Summary:     "Delete a " + name + " resource",
+		Description: "Leaves a tombstone: GET answers 404 and a PUT to the ID 410 resource_deleted.",
+		PathParams:  []ParamDescription{id}, Authenticated: true,
+		Responses: []ResponseDescription{{Status: http.StatusNoContent, Description: "Deleted"}},
+		Problems:  append(ReadProblems(), CodeInvalidResourceID),
+	}
+
+	page := reflect.StructOf([]reflect.StructField{
+		{Name: "Items", Type: reflect.SliceOf(rep), Tag: `json:"items"`},
+		{Name: "NextCursor", Type: reflect.TypeFor[*string](), Tag: `json:"next_cursor"`},
+	})
+	list := RouteDescription{
+		Method: http.MethodGet, Path: base, OperationID: name + ".list", Tags: []string{name},
+		Summary:     "List " + name,
+		Description: "A page of the tenant's resources; pass next_cursor as cursor for the next page (null on the last).",
+		Query: []ParamDescription{
+			{Name: "limit", Description: "Page size.", Type: "integer", Minimum: &minLimit, Maximum: &maxLimit},
+			{Name: "cursor", Description: "The next_cursor of the previous page."},
+		},
+		Authenticated: true,
+		Responses:     []ResponseDescription{{Status: http.StatusOK, Description: "A page", Body: page}},
+		Problems:      []Code{CodeValidationFailed, CodeUnauthenticated, CodeUnavailable, CodeInternal},
+	}
+	return []RouteDescription{put, get, del, list}
+}
+
+// DescribeLegacyPOST returns the description of the route
+// [Collection.MountLegacyPOST] registers with cfg.
+func (c *Collection[T]) DescribeLegacyPOST(cfg LegacyConfig) RouteDescription {
+	name := c.res.Name
+	extra := []string{HeaderIdempotencyKey, "Deprecation", "Link"}
+	if !cfg.Sunset.IsZero() {
+		extra = append(extra, "Sunset")
+	}
+	return RouteDescription{
+		Method: http.MethodPost, Path: c.res.BasePath, OperationID: name + ".legacy_post", Tags: []string{name},
+		Summary: "Create a " + name + " resource (deprecated: use PUT " + c.res.BasePath + "/{id})",
+		Description: "The ID is derived from the Idempotency-Key; a retry with the same key and body replays the creation, " +
+			"the same key with another body is 422 idempotency_key_reuse.",
+		Request: reflect.TypeFor[T](), IdempotencyKey: KeyRequired, Authenticated: true, Deprecated: true,
+		ReplayWindow: c.engine.retention.ReplayWindow,
+		Responses: []ResponseDescription{{Status: http.StatusCreated, Description: "Created, or a replay of the creation",
+			Body: c.representation(), Headers: ReplayResponseHeaders(extra...)}},
+		Problems: append(WriteProblems(), CodeIdempotencyKeyMissing, CodeIdempotencyKeyInvalid,
+			CodeIdempotencyKeyReuse, CodeResourceDeleted),
+		ProblemHeaders: extra[1:],
+	}
+}
+
+// representation is the type RenderFunc returns, found by rendering a zero
+// command; json.RawMessage (any JSON) when that cannot be done.
+func (c *Collection[T]) representation() (t reflect.Type) {
+	anyJSON := reflect.TypeFor[json.RawMessage]()
+	defer func() {
+		if recover() != nil {
+			t = anyJSON
+		}
+	}()
+	var zero T
+	if t = reflect.TypeOf(c.res.RenderFunc(zero, Meta{})); t == nil {
+		return anyJSON
+	}
+	return t
+}

@@ -1,0 +1,22 @@
+// Package openapi generates an OpenAPI 3.1 description of a retrysafe API
+// from what is mounted, using github.com/getkin/kin-openapi.
+//
+// It reads descriptions, never internals: collections
+// ([framework.Collection.Describe]), the legacy POST route, POST fallback
+// operations and resources' own routes return
+// [framework.RouteDescription] values, and [New] turns them into a
+// validated [Document]:
+//
+//	doc, err := openapi.New(openapi.Config{Title: "Orders API", Version: "1"},
+//		slices.Concat(orders.Describe(), transfers.Describe())...)
+//	router.GET("/openapi.json", gin.WrapH(doc))
+//
+// The document covers request schemas from the typed commands and their
+// validate tags (required fields, lengths, bounds, enums; custom rules are
+// named in the field's description), closed response schemas, the
+// Idempotency-Key, If-Match and If-None-Match request headers, the ETag,
+// Location, Idempotent-Replayed and Retry-After response headers, every
+// problem answer with its status and the enum of its codes, and each
+// operation's replay window (in its description and in the
+// x-retrysafe-replay-window-seconds extension).
+package openapi

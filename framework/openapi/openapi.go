@@ -1,0 +1,333 @@
+package openapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"path"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/retrysafe/retrysafe/framework"
+)
+
+// Version is the OpenAPI version of the documents this package writes.
+const Version = "3.1.0"
+
+// ReplayWindowExtension is the operation extension that carries the replay
+// window in seconds, for tools; the description says it in words too.
+const ReplayWindowExtension = "x-retrysafe-replay-window-seconds"
+
+// Config describes the API as a whole.
+type Config struct {
+	// Title is the API's name. Required.
+	Title string
+	// Version is the API's version (not OpenAPI's). Required.
+	Version string
+	// Description is Markdown shown above the operations. Defaults to a
+	// summary of the retry contract.
+	Description string
+	// Servers are base URLs of the API. Defaults to none: relative to
+	// where the document is served.
+	Servers []string
+	// Codes gives each problem code its status and retryability: pass the
+	// engine's registry ([framework.Engine.Codes]) so that the resources'
+	// business codes are known. Defaults to the generic codes only; a
+	// route naming a code the registry does not know is an error.
+	Codes *framework.Codes
+}
+
+// Document is a generated OpenAPI 3.1 description, validated when built.
+type Document struct {
+	doc  *openapi3.T
+	json []byte
+}
+
+// New builds and validates the OpenAPI document of routes. A route whose
+// declaration cannot be described (a duplicate operation, a path parameter
+// the path does not name) is an error, so a bad description fails at
+// start-up, never while serving.
+func New(cfg Config, routes ...framework.RouteDescription) (*Document, error) {
+	if cfg.Title == "" || cfg.Version == "" {
+		return nil, errors.New("openapi: Config.Title and Config.Version are required")
+	}
+	if cfg.Description == "" {
+		cfg.Description = defaultDescription
+	}
+	doc := &openapi3.T{
+		OpenAPI: Version,
+		Info:    &openapi3.Info{Title: cfg.Title, Version: cfg.Version, Description: cfg.Description},
+		Paths:   openapi3.NewPaths(),
+		Components: &openapi3.Components{SecuritySchemes: openapi3.SecuritySchemes{
+			"bearer": &openapi3.SecuritySchemeRef{Value: &openapi3.SecurityScheme{Type: "http", Scheme: "bearer",
+				Description: "Authorization: Bearer <token>; the token selects the tenant."}},
+		}},
+	}
+	for _, s := range cfg.Servers {
+		doc.AddServer(&openapi3.Server{URL: s})
+	}
+	doc.Components.Schemas = openapi3.Schemas{problemComponent: openapi3.NewSchemaRef("",
+		structSchema(reflect.TypeFor[framework.Problem](), outbound, 0))}
+	named := components{doc: doc, dirs: map[string]direction{}, codes: cfg.Codes}
+	seen := map[string]bool{}
+	for _, r := range routes {
+		key := r.Method + " " + r.Path
+		if seen[key] {
+			return nil, fmt.Errorf("openapi: %s is described twice", key)
+		}
+		seen[key] = true
+		op, err := named.operation(r)
+		if err != nil {
+			return nil, fmt.Errorf("openapi: %s: %w", key, err)
+		}
+		doc.AddOperation(r.Path, r.Method, op)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("openapi: the generated document is invalid: %w", err)
+	}
+	body, err := doc.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return &Document{doc: doc, json: body}, nil
+}
+
+// T returns the document for kin-openapi's tools (routers, openapi3filter).
+// It must not be modified.
+func (d *Document) T() *openapi3.T { return d.doc }
+
+// JSON returns the document as JSON.
+func (d *Document) JSON() []byte { return slices.Clone(d.json) }
+
+// ServeHTTP serves the document as application/json (GET /openapi.json).
+func (d *Document) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(d.json)))
+	_, _ = w.Write(d.json)
+}
+
+const defaultDescription = `Writes are safe to retry.
+
+* **PUT with a client-chosen UUID** creates or replaces a resource; sending the same request again converges on the same resource.
+* **POST with an Idempotency-Key** (1–255 characters of ` + "`[A-Za-z0-9._:-]`" + `, made once per logical operation) runs the operation once and replays its stored answer, marked ` + "`Idempotent-Replayed: true`" + `, to every retry within the replay window.
+
+Errors are RFC 9457 problem documents with a stable ` + "`code`" + `. ` + "`Retry-After`" + ` is sent on exactly the answers that may be retried with the same ID or key (409 request_in_progress, 409 outcome_pending, 429, 503), never on a final one.`
+
+// problemComponent is the component name of the RFC 9457 body.
+const problemComponent = "Problem"
+
+// components names the top-level body schemas of named Go types
+// ("orders.Command") in the document's components, so that tools see one
+// schema per type.
+type components struct {
+	doc   *openapi3.T
+	dirs  map[string]direction
+	codes *framework.Codes
+}
+
+// body returns a reference to the component of t, adding it on first use;
+// an unnamed type, or a name already used in the other direction, is
+// inlined.
+func (c components) body(t reflect.Type, dir direction) *openapi3.SchemaRef {
+	name := ""
+	if t.Name() != "" && t.PkgPath() != "" {
+		name = path.Base(t.PkgPath()) + "." + t.Name()
+	}
+	if d, ok := c.dirs[name]; name == "" || (ok && d != dir) {
+		return openapi3.NewSchemaRef("", schemaFor(t, dir))
+	}
+	if _, ok := c.dirs[name]; !ok {
+		c.dirs[name] = dir
+		c.doc.Components.Schemas[name] = openapi3.NewSchemaRef("", schemaFor(t, dir))
+	}
+	return openapi3.NewSchemaRef("#/components/schemas/"+name, c.doc.Components.Schemas[name].Value)
+}
+
+func (c components) operation(r framework.RouteDescription) (*openapi3.Operation, error) {
+	op := openapi3.NewOperation()
+	op.OperationID, op.Summary, op.Tags, op.Deprecated = r.OperationID, r.Summary, r.Tags, r.Deprecated
+	op.Description = r.Description
+	if r.ReplayWindow > 0 {
+		op.Description = strings.TrimSpace(op.Description + fmt.Sprintf(
+			"\n\nReplay window: %s. A retry with the same ID or key within it gets the original answer, marked `Idempotent-Replayed: true`.",
+			r.ReplayWindow))
+		op.Extensions = map[string]any{ReplayWindowExtension: int64(r.ReplayWindow.Seconds())}
+	}
+	if r.Authenticated {
+		op.Security = &openapi3.SecurityRequirements{{"bearer": []string{}}}
+	}
+	named := map[string]bool{}
+	for _, p := range r.PathParams {
+		if !strings.Contains(r.Path, "{"+p.Name+"}") {
+			return nil, fmt.Errorf("path parameter %q is not in the path", p.Name)
+		}
+		named[p.Name] = true
+		op.AddParameter(openapi3.NewPathParameter(p.Name).WithDescription(p.Description).WithSchema(paramSchema(p)))
+	}
+	for _, seg := range strings.Split(r.Path, "/") {
+		if name, ok := strings.CutPrefix(seg, "{"); ok && !named[strings.TrimSuffix(name, "}")] {
+			return nil, fmt.Errorf("path parameter %s is not described", seg)
+		}
+	}
+	for _, p := range r.Query {
+		op.AddParameter(openapi3.NewQueryParameter(p.Name).WithDescription(p.Description).WithRequired(p.Required).WithSchema(paramSchema(p)))
+	}
+	if r.IdempotencyKey != framework.KeyNone {
+		keyDoc := "The idempotency key, made once per logical operation and sent unchanged on every retry: 1–255 characters of `[A-Za-z0-9._:-]`, optionally in Structured-Field string form (`\"abc\"`)."
+		if r.IdempotencyKey == framework.KeyRequired {
+			keyDoc += " Required (as Idempotency-Key or X-Idempotency-Key): without it the answer is 400 idempotency_key_missing."
+		} else {
+			keyDoc += " Optional: without it the operation runs and nothing is replayed."
+		}
+		op.AddParameter(openapi3.NewHeaderParameter(framework.HeaderIdempotencyKey).WithDescription(keyDoc).WithSchema(keySchema()))
+		op.AddParameter(openapi3.NewHeaderParameter(framework.HeaderXIdempotencyKey).
+			WithDescription("Accepted in place of Idempotency-Key; when both are sent they must be equal.").WithSchema(keySchema()))
+	}
+	if r.IfMatch {
+		op.AddParameter(openapi3.NewHeaderParameter("If-Match").WithSchema(&openapi3.Schema{Type: types("string")}).
+			WithDescription("Apply only if the resource's current ETag is one of these (or `*`); else 412 precondition_failed."))
+	}
+	if r.IfNoneMatch {
+		op.AddParameter(openapi3.NewHeaderParameter("If-None-Match").WithSchema(&openapi3.Schema{Type: types("string")}).
+			WithDescription("`*`: create only. An existing resource created by the same request is replayed (201, Idempotent-Replayed); any other is 412 precondition_failed."))
+	}
+	if r.Request != nil {
+		op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).
+			WithJSONSchemaRef(c.body(r.Request, inbound))}
+	}
+
+	op.Responses = openapi3.NewResponsesWithCapacity(len(r.Responses) + len(r.Problems))
+	for _, resp := range r.Responses {
+		out := openapi3.NewResponse().WithDescription(orText(resp.Description, http.StatusText(resp.Status)))
+		if resp.Body != nil {
+			out.WithJSONSchemaRef(c.body(resp.Body, outbound))
+		}
+		out.Headers = headers(resp.Headers)
+		op.Responses.Set(strconv.Itoa(resp.Status), &openapi3.ResponseRef{Value: out})
+	}
+	byStatus := map[int][]framework.CodeInfo{}
+	for _, code := range r.Problems {
+		info, ok := c.codes.Lookup(code)
+		if !ok {
+			return nil, fmt.Errorf("problem code %q is not registered", code)
+		}
+		if !slices.Contains(byStatus[info.Status], info) {
+			byStatus[info.Status] = append(byStatus[info.Status], info)
+		}
+	}
+	for _, status := range slices.Sorted(maps.Keys(byStatus)) {
+		if op.Responses.Value(strconv.Itoa(status)) != nil {
+			return nil, fmt.Errorf("status %d is both a response and a problem", status)
+		}
+		codes := byStatus[status]
+		names := make([]string, len(codes))
+		retry := false
+		for i, info := range codes {
+			names[i] = string(info.Code)
+			retry = retry || info.Retryable
+		}
+		hs := slices.Clone(r.ProblemHeaders)
+		if retry {
+			hs = append(hs, "Retry-After")
+		}
+		if status == http.StatusUnauthorized {
+			hs = append(hs, "WWW-Authenticate")
+		}
+		out := openapi3.NewResponse().WithDescription("Problem: " + strings.Join(names, ", "))
+		out.Content = openapi3.Content{framework.ContentTypeProblem: openapi3.NewMediaType().WithSchemaRef(c.problem(status, names))}
+		out.Headers = headers(hs)
+		op.Responses.Set(strconv.Itoa(status), &openapi3.ResponseRef{Value: out})
+	}
+	return op, nil
+}
+
+func orText(s, fallback string) string {
+	if s != "" {
+		return s
+	}
+	return fallback
+}
+
+func paramSchema(p framework.ParamDescription) *openapi3.Schema {
+	s := &openapi3.Schema{Type: types("string"), Format: p.Format}
+	if p.Type == "integer" {
+		s.Type = types("integer")
+	}
+	if p.Minimum != nil {
+		v := float64(*p.Minimum)
+		s.Min = &v
+	}
+	if p.Maximum != nil {
+		v := float64(*p.Maximum)
+		s.Max = &v
+	}
+	return s
+}
+
+func keySchema() *openapi3.Schema {
+	return &openapi3.Schema{Type: types("string"), Pattern: `^(?:[A-Za-z0-9._:-]{1,255}|"[A-Za-z0-9._:-]{1,255}")$`}
+}
+
+// headerDoc describes a response header a route may name.
+func headerDoc(name string) (doc string, schema *openapi3.Schema) {
+	switch name {
+	case framework.HeaderIdempotentReplayed:
+		return "`true` when this answer repeats an earlier execution (whose answer may have been lost); absent otherwise.",
+			&openapi3.Schema{Type: types("string"), Enum: []any{"true"}}
+	case framework.HeaderIdempotencyKey:
+		return "The idempotency key of the request, echoed.", keySchema()
+	case "Location":
+		return "The URL of the resource.", &openapi3.Schema{Type: types("string"), Format: "uri-reference"}
+	case "ETag":
+		return "The strong entity tag of the representation; send it as If-Match.", stringSchema()
+	case "Retry-After":
+		return "Seconds to wait before retrying with the same ID or key. Sent on retryable answers only.",
+			&openapi3.Schema{Type: types("integer"), Min: new(float64)}
+	case "Deprecation":
+		return "RFC 9745: when this route was deprecated (`@` + Unix seconds).", stringSchema()
+	case "Sunset":
+		return "RFC 8594: when this route will be turned off.", stringSchema()
+	case "Link":
+		return "The successor of this deprecated route (`rel=\"successor-version\"`).", stringSchema()
+	case "WWW-Authenticate":
+		return "The authentication scheme (Bearer).", stringSchema()
+	}
+	return "", stringSchema()
+}
+
+func stringSchema() *openapi3.Schema { return &openapi3.Schema{Type: types("string")} }
+
+func headers(names []string) openapi3.Headers {
+	if len(names) == 0 {
+		return nil
+	}
+	out := openapi3.Headers{}
+	for _, n := range names {
+		doc, schema := headerDoc(n)
+		out[n] = &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+			Description: doc, Schema: openapi3.NewSchemaRef("", schema)}}}
+	}
+	return out
+}
+
+// problem is the RFC 9457 body of a problem answer with one of codes: the
+// Problem component, narrowed to the status and the codes.
+func (c components) problem(status int, codes []string) *openapi3.SchemaRef {
+	enum := make([]any, len(codes))
+	for i, code := range codes {
+		enum[i] = code
+	}
+	st := float64(status)
+	narrow := &openapi3.Schema{Properties: openapi3.Schemas{
+		"code":   openapi3.NewSchemaRef("", &openapi3.Schema{Enum: enum}),
+		"status": openapi3.NewSchemaRef("", &openapi3.Schema{Min: &st, Max: &st}),
+	}}
+	ref := openapi3.NewSchemaRef("#/components/schemas/"+problemComponent, c.doc.Components.Schemas[problemComponent].Value)
+	return openapi3.NewSchemaRef("", &openapi3.Schema{AllOf: openapi3.SchemaRefs{ref, openapi3.NewSchemaRef("", narrow)}})
+}

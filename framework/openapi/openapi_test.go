@@ -1,0 +1,147 @@
+package openapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/openapi"
+)
+
+type line struct {
+	SKU      string `json:"sku" validate:"required,max=64"`
+	Quantity int64  `json:"quantity" validate:"min=1,max=10000"`
+}
+
+type command struct {
+	Customer string            `json:"customer" validate:"required,max=64"`
+	Currency string            `json:"currency" validate:"required,iso4217"`
+	Lines    []line            `json:"lines" validate:"required,min=1,max=100,dive"`
+	Amount   framework.Integer `json:"amount" validate:"min=1,max=99999999"`
+	Method   string            `json:"method" validate:"oneof=card bank"`
+	Note     string            `json:"note,omitempty" validate:"max=500"`
+	Tag      string            `json:"tag" validate:"omitempty,sku_format"`
+	internal string
+}
+
+type representation struct {
+	ID        string    `json:"id"`
+	Note      string    `json:"note,omitempty"`
+	Cursor    *string   `json:"cursor"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func route() framework.RouteDescription {
+	return framework.RouteDescription{
+		Method: http.MethodPost, Path: "/v1/things/{id}", OperationID: "things.create",
+		PathParams:     []framework.ParamDescription{{Name: "id", Required: true, Format: "uuid"}},
+		Request:        reflect.TypeFor[command](),
+		IdempotencyKey: framework.KeyRequired, Authenticated: true, ReplayWindow: 24 * time.Hour,
+		Responses: []framework.ResponseDescription{{Status: http.StatusCreated, Body: reflect.TypeFor[representation](),
+			Headers: framework.ReplayResponseHeaders(framework.HeaderIdempotencyKey)}},
+		Problems: append(framework.WriteProblems(), framework.CodeIdempotencyKeyReuse, framework.CodeResourceLocked),
+	}
+}
+
+func TestSchemasFollowValidateTags(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.New(openapi.Config{Title: "t", Version: "1"}, route())
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	op := doc.T().Paths.Value("/v1/things/{id}").Post
+	body := op.RequestBody.Value.Content.Get("application/json").Schema.Value
+	if want := []string{"customer", "currency", "lines", "amount"}; !slices.Equal(body.Required, want) {
+		t.Fatalf("required %v, want %v", body.Required, want)
+	}
+	props := body.Properties
+	if props["customer"].Value.MinLength != 1 || *props["customer"].Value.MaxLength != 64 {
+		t.Fatalf("customer: %+v", props["customer"].Value)
+	}
+	lines := props["lines"].Value
+	if lines.MinItems != 1 || *lines.MaxItems != 100 || *lines.Items.Value.Properties["quantity"].Value.Max != 10000 {
+		t.Fatalf("lines: %+v", lines)
+	}
+	if amount := props["amount"].Value; !amount.Type.Is("integer") || *amount.Min != 1 {
+		t.Fatalf("amount: %+v", amount)
+	}
+	if got := props["method"].Value.Enum; len(got) != 2 || got[0] != "card" {
+		t.Fatalf("method enum %v", got)
+	}
+	if d := props["tag"].Value.Description; !strings.Contains(d, "sku_format") {
+		t.Fatalf("a custom rule is not named: %q", d)
+	}
+	if ref := op.RequestBody.Value.Content.Get("application/json").Schema.Ref; ref != "#/components/schemas/openapi_test.command" {
+		t.Fatalf("request body ref %q, want the command's component", ref)
+	}
+	if _, ok := props["internal"]; ok || *body.AdditionalProperties.Has {
+		t.Fatalf("unexported field or open schema: %+v", body)
+	}
+
+	created := op.Responses.Status(http.StatusCreated).Value
+	rep := created.Content.Get("application/json").Schema.Value
+	if want := []string{"id", "cursor", "created_at"}; !slices.Equal(rep.Required, want) {
+		t.Fatalf("response required %v, want %v", rep.Required, want)
+	}
+	if !rep.Properties["cursor"].Value.Type.Includes("null") || rep.Properties["created_at"].Value.Format != "date-time" {
+		t.Fatalf("cursor/created_at: %+v", rep.Properties)
+	}
+	for _, h := range []string{"Idempotent-Replayed", "Location", "ETag", "Idempotency-Key"} {
+		if created.Headers[h] == nil {
+			t.Fatalf("201 does not declare %s", h)
+		}
+	}
+	conflict := op.Responses.Status(http.StatusConflict).Value
+	if conflict.Headers["Retry-After"] == nil {
+		t.Fatal("409 with request_in_progress does not declare Retry-After")
+	}
+	if codes := conflict.Content.Get("application/problem+json").Schema.Value.AllOf[1].Value.Properties["code"].Value.Enum; len(codes) != 2 {
+		t.Fatalf("409 codes %v, want request_in_progress and resource_locked", codes)
+	}
+	if op.Responses.Status(http.StatusUnprocessableEntity).Value.Headers["Retry-After"] != nil {
+		t.Fatal("422 declares Retry-After, a final answer never carries it")
+	}
+	if op.Extensions[openapi.ReplayWindowExtension] != int64(86400) {
+		t.Fatalf("replay window extension %v", op.Extensions)
+	}
+	for _, h := range []string{"Idempotency-Key", "X-Idempotency-Key"} {
+		if op.Parameters.GetByInAndName("header", h) == nil {
+			t.Fatalf("%s not declared", h)
+		}
+	}
+}
+
+func TestNewRefusesBadDescriptions(t *testing.T) {
+	t.Parallel()
+	undescribed := route()
+	undescribed.PathParams = nil
+	if _, err := openapi.New(openapi.Config{Title: "t", Version: "1"}, undescribed); err == nil {
+		t.Fatal("a path parameter without a description was accepted")
+	}
+	if _, err := openapi.New(openapi.Config{Title: "t", Version: "1"}, route(), route()); err == nil {
+		t.Fatal("a route described twice was accepted")
+	}
+	if _, err := openapi.New(openapi.Config{}, route()); err == nil {
+		t.Fatal("a document without a title was accepted")
+	}
+}
+
+func TestServesJSON(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.New(openapi.Config{Title: "t", Version: "1"}, route())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	doc.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
+	var got map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got["openapi"] != "3.1.0" || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("served %s (%v)", rec.Body.Bytes(), err)
+	}
+}

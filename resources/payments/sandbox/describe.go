@@ -1,0 +1,17 @@
+package sandbox
+
+import (
+	"reflect"
+
+	"github.com/retrysafe/retrysafe/framework"
+)
+
+// Describe returns the description of the route [Provider.Mount] registers
+// under prefix ("/v1"), for the API description.
+func (p *Provider) Describe(prefix string) []framework.RouteDescription {
+	list := framework.DescribeGet(prefix+"/sandbox/charges", "sandbox.charges", "List the sandbox provider's charges",
+		reflect.TypeFor[[]ChargeView]())
+	list.Tags = []string{"sandbox"}
+	list.Problems = []framework.Code{framework.CodeUnauthenticated, framework.CodeUnavailable, framework.CodeInternal}
+	return []framework.RouteDescription{list}
+}

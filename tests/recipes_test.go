@@ -1,0 +1,479 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/retrysafe/retrysafe/client"
+	"github.com/retrysafe/retrysafe/client/retryable"
+	"github.com/retrysafe/retrysafe/cmd/demo/app"
+	"github.com/retrysafe/retrysafe/internal/testdb"
+)
+
+// fakePending answers 409 outcome_pending with Retry-After: 1 without
+// forwarding.
+const fakePending clientFault = 100
+
+// faultProxy is an HTTP server in front of the demo handler for clients
+// that are not Go (curl, Python) or that bring their own transport
+// (go-retryablehttp): the faults happen on a real connection. Each logical
+// operation (its Idempotency-Key, or its PUT path) gets a plan; request n of
+// it undergoes plan[n]. loseAnswer lets the demo commit, then closes the
+// connection without a byte of answer. The proxy keeps the first real 2xx
+// answer per operation and counts the requests of each.
+type faultProxy struct {
+	next http.Handler
+	srv  *httptest.Server
+
+	mu       sync.Mutex
+	plans    map[string][]clientFault
+	seen     map[string]int
+	original map[string][]byte
+}
+
+func newFaultProxy(t *testing.T, next http.Handler) *faultProxy {
+	t.Helper()
+	p := &faultProxy{next: next, plans: map[string][]clientFault{}, seen: map[string]int{}, original: map[string][]byte{}}
+	p.srv = httptest.NewServer(p)
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *faultProxy) setPlan(op string, plan ...clientFault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.plans[op] = plan
+}
+
+func (p *faultProxy) requests(op string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[op]
+}
+
+func (p *faultProxy) originalAnswer(op string) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.original[op]
+}
+
+func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	op := r.Header.Get("Idempotency-Key")
+	if r.Method == http.MethodPut {
+		op = r.URL.Path
+	}
+	p.mu.Lock()
+	n := p.seen[op]
+	p.seen[op]++
+	fault := passThrough
+	if plan := p.plans[op]; op != "" && n < len(plan) {
+		fault = plan[n]
+	}
+	p.mu.Unlock()
+
+	switch fault {
+	case fake503:
+		writeInjected(w, http.StatusServiceUnavailable, client.CodeUnavailable)
+		return
+	case fakeInProgress:
+		writeInjected(w, http.StatusConflict, client.CodeRequestInProgress)
+		return
+	case fakePending:
+		writeInjected(w, http.StatusConflict, client.CodeOutcomePending)
+		return
+	}
+	rec := httptest.NewRecorder()
+	p.next.ServeHTTP(rec, r)
+	if rec.Code/100 == 2 && op != "" {
+		p.mu.Lock()
+		if _, ok := p.original[op]; !ok {
+			p.original[op] = rec.Body.Bytes()
+		}
+		p.mu.Unlock()
+	}
+	if fault == loseAnswer {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
+}
+
+func writeInjected(w http.ResponseWriter, status int, code string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"type":"urn:retrysafe:problem:%s","title":%q,"status":%d,"detail":"injected by the test proxy","code":%q}`,
+		code, http.StatusText(status), status, code)
+}
+
+// recipeSetup is the demo app on dsn behind a fault proxy.
+func recipeSetup(t *testing.T, dsn string, cfg ...func(*app.Config)) (*clientEnv, *faultProxy) {
+	t.Helper()
+	ce := clientSetup(t, dsn, cfg...)
+	return ce, newFaultProxy(t, ce.srv.Config.Handler)
+}
+
+// retryableClient is go-retryablehttp with the shipped policy and short
+// waits where the server names none.
+func retryableClient() *retryablehttp.Client {
+	rc := retryable.NewClient()
+	rc.RetryWaitMin, rc.RetryWaitMax, rc.RetryMax = 5*time.Millisecond, 50*time.Millisecond, 6
+	return rc
+}
+
+// retryableDo sends one logical operation through rc and reads the answer.
+func retryableDo(t *testing.T, rc *retryablehttp.Client, method, url, key string, body []byte, headers ...string) response {
+	t.Helper()
+	req, err := retryablehttp.NewRequestWithContext(t.Context(), method, url, body)
+	if err != nil {
+		t.Fatalf("new request: %v", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tokenAcme)
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := rc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return response{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+// recipePlans are the fault sequences of the recipe tests: every retryable
+// kind of answer, and lost answers after the server committed.
+var recipePlans = [][]clientFault{
+	{loseAnswer},
+	{fake503, loseAnswer},
+	{fakeInProgress, loseAnswer},
+	{fakePending, loseAnswer, loseAnswer},
+	{},
+}
+
+func TestRetryableHTTPPaymentsOnceThroughFaults(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ce, proxy := recipeSetup(t, dsn)
+		ce.skipWithoutPayments(t)
+		rc := retryableClient()
+		charges := map[string]bool{}
+		for i, plan := range recipePlans {
+			key := fmt.Sprintf("rh-payment-%d", i)
+			proxy.setPlan(key, plan...)
+			body := fmt.Appendf(nil, `{"amount":%d,"currency":"usd","customer":"cus_8812"}`, 1000+i)
+			r := retryableDo(t, rc, http.MethodPost, proxy.srv.URL+"/v1/payments", key, body)
+			wantStatus(t, r, http.StatusCreated)
+			if !bytes.Equal(r.Body, proxy.originalAnswer(key)) {
+				t.Fatalf("op %d: got %s, want the original answer %s", i, r.Body, proxy.originalAnswer(key))
+			}
+			if got, want := proxy.requests(key), len(plan)+1; got != want {
+				t.Fatalf("op %d: %d requests, want %d (one per fault, then the answer)", i, got, want)
+			}
+			charges[providerChargeID(t, r.Body)] = true
+		}
+		if got := ce.sandboxChargeIDs(t); len(got) != len(recipePlans) || len(charges) != len(recipePlans) {
+			t.Fatalf("sandbox charges %v, distinct answers %d: want one charge per logical payment (%d)", got, len(charges), len(recipePlans))
+		}
+	})
+}
+
+func TestRetryableHTTPOrdersOnceThroughFaults(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ce, proxy := recipeSetup(t, dsn)
+		rc := retryableClient()
+		for i, plan := range recipePlans {
+			id := uuid.New()
+			proxy.setPlan(orderPath(id), plan...)
+			r := retryableDo(t, rc, http.MethodPut, proxy.srv.URL+orderPath(id), "", orderBody(i+1, "5.00"), "If-None-Match", "*")
+			wantStatus(t, r, http.StatusCreated)
+			if !bytes.Equal(r.Body, proxy.originalAnswer(orderPath(id))) || r.Header.Get("Location") != orderPath(id) {
+				t.Fatalf("op %d: got %s (Location %q), want the original answer", i, r.Body, r.Header.Get("Location"))
+			}
+			if n := ce.events("acme", id); n != 1 {
+				t.Fatalf("op %d: %d order.created events, want 1", i, n)
+			}
+		}
+		if n := ce.count("orders", "tenant_id = ?", "acme"); n != int64(len(recipePlans)) {
+			t.Fatalf("%d orders, want %d", n, len(recipePlans))
+		}
+	})
+}
+
+// TestRetryableHTTPFinalAnswersAtOnce: a final 409 and a 422 come back
+// after one request, with their problem bodies, and nothing is executed
+// twice.
+func TestRetryableHTTPFinalAnswersAtOnce(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ce, proxy := recipeSetup(t, dsn)
+		rc := retryableClient()
+		url := proxy.srv.URL + "/v1/transfers"
+		wantStatus(t, retryableDo(t, rc, http.MethodPost, url, "rh-eur", transferBody("acc_a", "acc_b", 100, "EUR")), http.StatusCreated)
+
+		mismatch := retryableDo(t, rc, http.MethodPost, url, "rh-usd", transferBody("acc_a", "acc_b", 100, "USD"))
+		wantStatus(t, mismatch, http.StatusConflict)
+		if code := mismatch.Code(t); code != client.CodeCurrencyMismatch || mismatch.Header.Get("Retry-After") != "" {
+			t.Fatalf("final 409: code %q, Retry-After %q", code, mismatch.Header.Get("Retry-After"))
+		}
+		reuse := retryableDo(t, rc, http.MethodPost, url, "rh-eur", transferBody("acc_a", "acc_b", 999, "EUR"))
+		wantStatus(t, reuse, http.StatusUnprocessableEntity)
+		if code := reuse.Code(t); code != client.CodeIdempotencyKeyReuse {
+			t.Fatalf("422: code %q", code)
+		}
+		if proxy.requests("rh-usd") != 1 || proxy.requests("rh-eur") != 2 {
+			t.Fatalf("requests: rh-usd %d, rh-eur %d; want 1 and 2 (no retry of a final answer)", proxy.requests("rh-usd"), proxy.requests("rh-eur"))
+		}
+		if n := ce.count("transfers", "tenant_id = ?", "acme"); n != 1 {
+			t.Fatalf("%d transfers, want 1", n)
+		}
+		ce.wantBalance(tokenAcme, "acc_b", 100)
+	})
+}
+
+// TestRetryableHTTPOutcomePending: the real outcome_pending of a charge
+// whose answer the provider lost is retried after its Retry-After, and the
+// caller gets the one charge.
+func TestRetryableHTTPOutcomePending(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ce, proxy := recipeSetup(t, dsn, func(c *app.Config) { c.ProviderTimeout = 100 * time.Millisecond })
+		ce.skipWithoutPayments(t)
+		start := time.Now()
+		r := retryableDo(t, retryableClient(), http.MethodPost, proxy.srv.URL+"/v1/payments", "rh-pending",
+			[]byte(`{"amount":4200,"currency":"usd","customer":"cus_8812","payment_method":"pm_card_timeout_after_charge"}`))
+		wantStatus(t, r, http.StatusCreated)
+		if proxy.requests("rh-pending") < 2 || time.Since(start) < time.Second {
+			t.Fatalf("%d requests in %v: want a retry after the 409's Retry-After", proxy.requests("rh-pending"), time.Since(start))
+		}
+		if charges := ce.sandboxChargeIDs(t); len(charges) != 1 || charges[0] != providerChargeID(t, r.Body) {
+			t.Fatalf("sandbox charges %v: want the one charge of %s", charges, r.Body)
+		}
+	})
+}
+
+// TestRetryableHTTPExhaustedKeepsLastAnswer: when the retries run out on a
+// retryable answer, the caller gets that answer with its problem body, not
+// go-retryablehttp's bare "giving up" error.
+func TestRetryableHTTPExhaustedKeepsLastAnswer(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ce, proxy := recipeSetup(t, dsn)
+		rc := retryableClient()
+		rc.RetryMax = 1
+		rc.Backoff = func(time.Duration, time.Duration, int, *http.Response) time.Duration { return 0 }
+		proxy.setPlan("rh-exhausted", fake503, fake503, fake503)
+		r := retryableDo(t, rc, http.MethodPost, proxy.srv.URL+"/v1/transfers", "rh-exhausted", transferBody("acc_a", "acc_b", 1, "EUR"))
+		wantStatus(t, r, http.StatusServiceUnavailable)
+		if code := r.Code(t); code != client.CodeUnavailable || r.Header.Get("Retry-After") != "1" {
+			t.Fatalf("code %q, Retry-After %q", code, r.Header.Get("Retry-After"))
+		}
+		if n := ce.count("transfers", ""); n != 0 || proxy.requests("rh-exhausted") != 2 {
+			t.Fatalf("%d transfers after %d requests, want 0 after 2", n, proxy.requests("rh-exhausted"))
+		}
+	})
+}
+
+// problemCode decodes the code of a problem body.
+func problemCode(body []byte) string {
+	var p struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(body, &p)
+	return p.Code
+}
+
+// readmeBlock returns the fenced code block of language lang in the README
+// that contains marker: the recipe a reader copies is the one that runs.
+func readmeBlock(t *testing.T, lang, marker string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatalf("read README: %v", err)
+	}
+	for _, part := range strings.Split(string(readme), "```"+lang+"\n")[1:] {
+		block, _, ok := strings.Cut(part, "\n```")
+		if ok && strings.Contains(block, marker) {
+			return block + "\n"
+		}
+	}
+	t.Fatalf("README has no %s block with %q", lang, marker)
+	return ""
+}
+
+// recipeOp is one logical operation a recipe runs, and what must come of it.
+type recipeOp struct {
+	Path   string          `json:"path"`
+	Key    string          `json:"key"`
+	Body   json.RawMessage `json:"body"`
+	plan   []clientFault
+	status int
+	code   string
+}
+
+func recipeOps(prefix string) []recipeOp {
+	ops := make([]recipeOp, 0, len(recipePlans)+3)
+	for i, plan := range recipePlans {
+		ops = append(ops, recipeOp{Path: "/v1/payments", Key: fmt.Sprintf("%s-pay-%d", prefix, i), plan: plan, status: http.StatusCreated,
+			Body: fmt.Appendf(nil, `{"amount":%d,"currency":"usd","customer":"cus_8812"}`, 2000+i)})
+	}
+	return append(ops,
+		recipeOp{Path: "/v1/transfers", Key: prefix + "-eur", Body: transferBody("acc_a", "acc_b", 100, "EUR"),
+			plan: []clientFault{fakeInProgress, loseAnswer}, status: http.StatusCreated},
+		recipeOp{Path: "/v1/transfers", Key: prefix + "-usd", Body: transferBody("acc_a", "acc_b", 100, "USD"),
+			status: http.StatusConflict, code: client.CodeCurrencyMismatch},
+		recipeOp{Path: "/v1/transfers", Key: prefix + "-eur", Body: transferBody("acc_a", "acc_b", 999, "EUR"),
+			status: http.StatusUnprocessableEntity, code: client.CodeIdempotencyKeyReuse},
+	)
+}
+
+// wantRecipeOutcome checks what one operation of a recipe got, then, once
+// all ran, that each had exactly one effect.
+func wantRecipeOutcome(t *testing.T, proxy *faultProxy, op recipeOp, status int, body []byte, requestsBefore int) {
+	t.Helper()
+	if status != op.status {
+		t.Fatalf("%s: status %d, want %d; body %s", op.Key, status, op.status, body)
+	}
+	requests := proxy.requests(op.Key) - requestsBefore
+	if op.code != "" {
+		if problemCode(body) != op.code || requests != 1 {
+			t.Fatalf("%s: code %q after %d requests, want the final %s at once with its body %s", op.Key, problemCode(body), requests, op.code, body)
+		}
+		return
+	}
+	if !bytes.Equal(body, proxy.originalAnswer(op.Key)) || requests != len(op.plan)+1 {
+		t.Fatalf("%s: %s after %d requests; want the original answer %s after %d", op.Key, body, requests, proxy.originalAnswer(op.Key), len(op.plan)+1)
+	}
+}
+
+func wantOneEffectEach(t *testing.T, ce *clientEnv) {
+	t.Helper()
+	if charges := ce.sandboxChargeIDs(t); len(charges) != len(recipePlans) {
+		t.Fatalf("%d sandbox charges, want %d (one per logical payment)", len(charges), len(recipePlans))
+	}
+	if n := ce.count("transfers", "tenant_id = ?", "acme"); n != 1 {
+		t.Fatalf("%d transfers, want 1", n)
+	}
+	ce.wantBalance(tokenAcme, "acc_b", 100)
+}
+
+const pythonDriver = `
+import json, os, sys
+session = retrysafe_session(os.environ["RETRYSAFE_TOKEN"])
+op = json.loads(sys.argv[1])
+r = post_once(session, os.environ["RETRYSAFE_BASE"] + op["path"], op["body"], key=op["key"])
+print(json.dumps({"status": r.status_code, "body": r.text}))
+`
+
+// TestRecipePythonRequests runs the README's Python recipe against the
+// demo behind the fault proxy.
+func TestRecipePythonRequests(t *testing.T) {
+	t.Parallel()
+	if err := exec.Command("python3", "-c", "import requests").Run(); err != nil {
+		t.Skipf("python3 with requests is not available (%v): install python3-requests to run the Python recipe", err)
+	}
+	script := filepath.Join(t.TempDir(), "recipe.py")
+	if err := os.WriteFile(script, []byte(readmeBlock(t, "python", "class RetrysafeRetry")+pythonDriver), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ce, proxy := recipeSetup(t, dsn)
+		ce.skipWithoutPayments(t)
+		for _, op := range recipeOps("py") {
+			proxy.setPlan(op.Key, op.plan...)
+			before := proxy.requests(op.Key)
+			arg, _ := json.Marshal(op)
+			cmd := exec.CommandContext(t.Context(), "python3", script, string(arg))
+			cmd.Env = append(os.Environ(), "RETRYSAFE_BASE="+proxy.srv.URL, "RETRYSAFE_TOKEN="+tokenAcme)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s: python: %v: %s", op.Key, err, exitStderr(err))
+			}
+			var got struct {
+				Status int    `json:"status"`
+				Body   string `json:"body"`
+			}
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("%s: python printed %s: %v", op.Key, out, err)
+			}
+			wantRecipeOutcome(t, proxy, op, got.Status, []byte(got.Body), before)
+		}
+		wantOneEffectEach(t, ce)
+	})
+}
+
+// TestRecipeCurl runs the README's curl recipe against the demo behind the
+// fault proxy.
+func TestRecipeCurl(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed: install curl to run the curl recipe")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	recipe := readmeBlock(t, "sh", "retrysafe_post()")
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ce, proxy := recipeSetup(t, dsn)
+		ce.skipWithoutPayments(t)
+		dir := t.TempDir()
+		for _, op := range recipeOps("curl") {
+			proxy.setPlan(op.Key, op.plan...)
+			before := proxy.requests(op.Key)
+			cmd := exec.CommandContext(t.Context(), "bash", "-c", recipe+`retrysafe_post "$1" "$2" "$3"`, "recipe",
+				proxy.srv.URL+op.Path, op.Key, string(op.Body))
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "TOKEN="+tokenAcme)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s: bash: %v: %s", op.Key, err, exitStderr(err))
+			}
+			status, err := strconv.Atoi(strings.TrimSpace(string(out)))
+			if err != nil {
+				t.Fatalf("%s: the recipe printed %q", op.Key, out)
+			}
+			body, err := os.ReadFile(filepath.Join(dir, "response.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRecipeOutcome(t, proxy, op, status, body, before)
+		}
+		wantOneEffectEach(t, ce)
+	})
+}
+
+func exitStderr(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(ee.Stderr)
+	}
+	return ""
+}
