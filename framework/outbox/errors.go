@@ -1,0 +1,18 @@
+package outbox
+
+import "errors"
+
+var (
+	// ErrInvalidEvent is returned by [Write] for an event without a tenant,
+	// type or aggregate, or with a payload that is not JSON.
+	ErrInvalidEvent = errors.New("outbox: invalid event")
+	// ErrRefused marks a publisher error that refuses this one event (the
+	// broker rejected it: too large, no stream for its subject). A
+	// [Publisher] wraps it; the relay retries the event with backoff and
+	// parks it after [Config.MaxAttempts] refusals. Any other publisher
+	// error means the broker is unavailable: the relay keeps the event as
+	// it is and backs off as a whole.
+	ErrRefused = errors.New("outbox: event refused by the publisher")
+	// ErrRunning is returned by [Relay.Start] when the relay already runs.
+	ErrRunning = errors.New("outbox: relay already running")
+)
