@@ -119,9 +119,9 @@ type Relay struct {
 	cfg     Config
 	metrics *Metrics
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	done    chan struct{}
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // NewRelay builds a relay over db's outbox that publishes through pub.
