@@ -226,7 +226,9 @@ func (p *Payments) load(ctx context.Context, run *postkeys.Run[Command]) (*payme
 
 // charge calls the provider with the payment's downstream key, bounded by
 // the provider timeout.
-func (p *Payments) charge(ctx context.Context, row *paymentRow) (Charge, error) {
+func (p *Payments) charge(ctx context.Context, row *paymentRow) (_ Charge, err error) {
+	ctx, span := framework.StartSpan(ctx, "payments.provider.charge")
+	defer func() { framework.EndSpan(span, err) }()
 	callCtx, cancel := context.WithTimeout(ctx, p.cfg.ProviderTimeout)
 	defer cancel()
 	ch, err := p.provider.Charge(callCtx, row.chargeRequest())
