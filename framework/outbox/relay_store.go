@@ -62,7 +62,9 @@ func newRelayStore(db *store.DB) (relayStore, error) {
 	return nil, fmt.Errorf("outbox: unsupported dialect %q", db.Dialect.Name())
 }
 
-// claimSQL selects the pending events due at ? (oldest first, at most ?),
+// claimSQL selects the pending events due at ? (oldest first, at most ?):
+// an event never tried is always due, whatever the writer's clock said, and
+// a refused one is due at its available_at on the relay's clock,
 // locked with %s, and keeps those that have no earlier pending event of
 // their aggregate outside the claimed set: a claim always starts at an
 // aggregate's earliest pending event, so a later event is never published
@@ -73,7 +75,7 @@ func newRelayStore(db *store.DB) (relayStore, error) {
 // against the WHERE clause after the lock, so it is never claimed twice.
 const claimSQL = `WITH claimed AS (
   SELECT position, tenant_id, aggregate_type, aggregate_id, seq FROM outbox_events
-  WHERE published_at IS NULL AND parked_at IS NULL AND available_at <= ?
+  WHERE published_at IS NULL AND parked_at IS NULL AND (attempts = 0 OR available_at <= ?)
   ORDER BY position LIMIT ? %s
 )
 SELECT e.* FROM outbox_events e JOIN claimed c ON e.position = c.position

@@ -40,8 +40,9 @@ type EventsConfig struct {
 	// NakDelay is the pause before a failed message is redelivered.
 	// Defaults to natsjs's 1s.
 	NakDelay time.Duration
-	// Relay tunes the relay; its Registerer, Now and Logger default to the
-	// app's. Defaults to outbox.Config's.
+	// Relay tunes the relay; its Registerer and Logger default to the
+	// app's, its clock to the wall clock (event times are the writers'
+	// wall clock too). Defaults to outbox.Config's.
 	Relay outbox.Config
 }
 
@@ -104,9 +105,6 @@ func newEvents(engine *framework.Engine, reg prometheus.Registerer, tp trace.Tra
 	rc := cfg.Relay
 	if rc.Registerer == nil {
 		rc.Registerer = reg
-	}
-	if rc.Now == nil {
-		rc.Now = engine.Now
 	}
 	if rc.Logger == nil {
 		rc.Logger = logger
