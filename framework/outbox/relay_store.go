@@ -73,18 +73,24 @@ func newRelayStore(db *store.DB) (relayStore, error) {
 // disjoint sets; an aggregate whose head another relay holds is left out.
 // A row locked by a relay that then marked it published is re-checked
 // against the WHERE clause after the lock, so it is never claimed twice.
+// The look for an earlier event is a scalar subquery rather than NOT
+// EXISTS: it cannot be turned into a join, so it always probes the
+// aggregate's pending index, even on a table the planner has no statistics
+// for yet (an anti-join planned for one row scanned the whole outbox per
+// claimed event).
 const claimSQL = `WITH claimed AS (
   SELECT position, tenant_id, aggregate_type, aggregate_id, seq FROM outbox_events
   WHERE published_at IS NULL AND parked_at IS NULL AND (attempts = 0 OR available_at <= ?)
   ORDER BY position LIMIT ? %s
 )
 SELECT e.* FROM outbox_events e JOIN claimed c ON e.position = c.position
-WHERE NOT EXISTS (
-  SELECT 1 FROM outbox_events p
+WHERE (
+  SELECT p.seq FROM outbox_events p
   WHERE p.tenant_id = c.tenant_id AND p.aggregate_type = c.aggregate_type AND p.aggregate_id = c.aggregate_id
     AND p.seq < c.seq AND p.published_at IS NULL AND p.parked_at IS NULL
     AND p.position NOT IN (SELECT position FROM claimed)
-)
+  LIMIT 1
+) IS NULL
 ORDER BY e.position`
 
 // postgresRelayStore claims in a transaction that it holds while the batch

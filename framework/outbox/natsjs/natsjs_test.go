@@ -18,6 +18,10 @@ import (
 )
 
 func setup(t *testing.T, dialect string) (*store.DB, *testnats.Server, *natsjs.Publisher) {
+	return setupBench(t, dialect)
+}
+
+func setupBench(t testing.TB, dialect string) (*store.DB, *testnats.Server, *natsjs.Publisher) {
 	t.Helper()
 	srv := testnats.New(t)
 	ctx := context.Background()
