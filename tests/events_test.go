@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -17,6 +18,7 @@ import (
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/outbox"
+	"github.com/retrysafe/retrysafe/framework/outbox/natsjs"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/internal/testnats"
 	"github.com/retrysafe/retrysafe/resources/ledger"
@@ -343,6 +345,55 @@ func TestTraceOfAPaymentAndItsConsumer(t *testing.T) {
 		}
 		if consumer == nil || len(consumer.Links) != 1 || consumer.Links[0].SpanContext.TraceID() != request.SpanContext.TraceID() {
 			t.Fatalf("consumer span is not linked to the request: %+v", consumer)
+		}
+	})
+}
+
+// TestLedgerOverJetStreamDropsRedeliveries puts one payment.succeeded on
+// the stream twelve times (without Nats-Msg-Id, so the stream keeps every
+// copy, as redeliveries would be): the consumer gets them all, and the
+// ledger has one entry.
+func TestLedgerOverJetStreamDropsRedeliveries(t *testing.T) {
+	t.Parallel()
+	testnats.New(t)
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		srv := testnats.New(t)
+		e := natsEnv(t, dsn, srv, "")
+		ctx := context.Background()
+		if err := e.app.Events.StartConsumer(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, e.pay(tokenAcme, "k-1", paymentBody(4200, "pm_card_visa")), http.StatusCreated)
+		var copies []*nats.Msg
+		relay, err := outbox.NewRelay(e.app.DB, outbox.PublisherFunc(func(ctx context.Context, ev outbox.Event) error {
+			for i := 0; i < 12; i++ {
+				msg := nats.NewMsg(e.app.Events.NATS.Subject(ev))
+				msg.Data = ev.Payload
+				msg.Header.Set(natsjs.HeaderEventID, ev.ID.String())
+				msg.Header.Set(natsjs.HeaderTenant, ev.Tenant)
+				msg.Header.Set(natsjs.HeaderType, ev.Type)
+				msg.Header.Set(natsjs.HeaderAggregateType, ev.AggregateType)
+				msg.Header.Set(natsjs.HeaderAggregateID, ev.AggregateID)
+				msg.Header.Set(natsjs.HeaderSeq, "1")
+				copies = append(copies, msg)
+			}
+			return nil
+		}), outbox.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := relay.Drain(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, msg := range copies {
+			if _, err := srv.JetStream.PublishMsg(ctx, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dup := e.app.Events.Inbox.Duplicates(ledger.Consumer)
+		eventually(t, "11 duplicates dropped", func() bool { return testutil.ToFloat64(dup) == 11 })
+		if n := len(e.ledgerEntries(tokenAcme)); n != 1 {
+			t.Fatalf("ledger entries = %d, want 1", n)
 		}
 	})
 }

@@ -145,7 +145,7 @@ func Consume(ctx context.Context, js jetstream.JetStream, h Handler, cfg Consume
 // Decode rebuilds the outbox event a message carries.
 func Decode(msg jetstream.Msg) (outbox.Event, error) {
 	h := msg.Headers()
-	id, err := uuid.Parse(h.Get("Nats-Msg-Id"))
+	id, err := uuid.Parse(h.Get(HeaderEventID))
 	if err != nil {
 		return outbox.Event{}, fmt.Errorf("natsjs: message ID: %w", err)
 	}

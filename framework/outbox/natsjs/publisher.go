@@ -23,8 +23,10 @@ const (
 	DefaultPublishTimeout  = 5 * time.Second
 )
 
-// Headers that carry an event's fields (Nats-Msg-Id carries its ID).
+// Headers that carry an event's fields. Nats-Msg-Id carries its ID too,
+// for the stream's deduplication.
 const (
+	HeaderEventID       = "Retrysafe-Event-Id"
 	HeaderTenant        = "Retrysafe-Tenant"
 	HeaderType          = "Retrysafe-Event-Type"
 	HeaderAggregateType = "Retrysafe-Aggregate-Type"
@@ -159,6 +161,7 @@ func (p *Publisher) PublishAck(ctx context.Context, ev outbox.Event) (*jetstream
 	for k, v := range ev.Headers {
 		msg.Header.Set(k, v)
 	}
+	msg.Header.Set(HeaderEventID, ev.ID.String())
 	msg.Header.Set(HeaderTenant, ev.Tenant)
 	msg.Header.Set(HeaderType, ev.Type)
 	msg.Header.Set(HeaderAggregateType, ev.AggregateType)
