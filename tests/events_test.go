@@ -397,3 +397,53 @@ func TestLedgerOverJetStreamDropsRedeliveries(t *testing.T) {
 		}
 	})
 }
+
+func TestLedgerListIsTenantScopedAndPaginated(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		e := newEnv(t, dsn)
+		for i := 0; i < 5; i++ {
+			wantStatus(t, e.pay(tokenAcme, fmt.Sprintf("k-%d", i), paymentBody(100+i, "pm_card_visa")), http.StatusCreated)
+		}
+		wantStatus(t, e.pay(tokenGlobex, "k-g", paymentBody(7, "pm_card_visa")), http.StatusCreated)
+		if _, err := e.app.Events.Relay.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		cursor := ""
+		for pages := 0; ; pages++ {
+			path := "/v1/ledger?limit=2"
+			if cursor != "" {
+				path += "&cursor=" + cursor
+			}
+			r := e.do(http.MethodGet, path, tokenAcme, nil)
+			wantStatus(t, r, http.StatusOK)
+			var page ledger.Page
+			if err := json.Unmarshal(r.Body, &page); err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range page.Items {
+				if seen[it.ID] || it.Currency != "usd" {
+					t.Fatalf("entry %+v repeated or wrong", it)
+				}
+				seen[it.ID] = true
+			}
+			if page.NextCursor == nil {
+				break
+			}
+			if pages > 5 {
+				t.Fatal("pagination does not end")
+			}
+			cursor = *page.NextCursor
+		}
+		if len(seen) != 5 {
+			t.Fatalf("acme's ledger has %d entries, want 5", len(seen))
+		}
+		if g := e.ledgerEntries(tokenGlobex); len(g) != 1 || g[0].Amount != 7 {
+			t.Fatalf("globex's ledger %+v", g)
+		}
+		wantStatus(t, e.do(http.MethodGet, "/v1/ledger?limit=0", tokenAcme, nil), http.StatusBadRequest)
+		wantStatus(t, e.do(http.MethodGet, "/v1/ledger?cursor=nope", tokenAcme, nil), http.StatusBadRequest)
+		wantStatus(t, e.do(http.MethodGet, "/v1/ledger", "", nil), http.StatusUnauthorized)
+	})
+}
