@@ -12,10 +12,6 @@ import (
 	"github.com/retrysafe/retrysafe/framework/store"
 )
 
-// ErrNoMessageID is returned by [Inbox.Process] for an empty consumer name
-// or message ID.
-var ErrNoMessageID = errors.New("inbox: consumer and message ID are required")
-
 // Defaults of [Config].
 const (
 	DefaultRetention        = 7 * 24 * time.Hour

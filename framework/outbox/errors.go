@@ -13,6 +13,10 @@ var (
 	// error means the broker is unavailable: the relay keeps the event as
 	// it is and backs off as a whole.
 	ErrRefused = errors.New("outbox: event refused by the publisher")
+	// ErrUnavailable is returned by [Relay.RunOnce], wrapping the
+	// publisher's error, when the broker was unavailable: the events of the
+	// batch that were not published stay pending.
+	ErrUnavailable = errors.New("outbox: publisher unavailable")
 	// ErrRunning is returned by [Relay.Start] when the relay already runs.
 	ErrRunning = errors.New("outbox: relay already running")
 )

@@ -161,10 +161,6 @@ type RunStats struct {
 	Deferred int
 }
 
-// ErrUnavailable is reported by [Relay.RunOnce], wrapped with the
-// publisher's error, when the broker was unavailable.
-var ErrUnavailable = errors.New("outbox: publisher unavailable")
-
 // RunOnce claims one batch, publishes it and records the outcome.
 func (r *Relay) RunOnce(ctx context.Context) (RunStats, error) {
 	var (

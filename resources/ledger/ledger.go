@@ -71,6 +71,7 @@ func New(e *framework.Engine, in *inbox.Inbox) (*Ledger, error) {
 	if e == nil || in == nil {
 		return nil, errors.New("ledger: New needs an engine and an inbox")
 	}
+	in.Duplicates(Consumer) // reported as 0 from the start
 	return &Ledger{engine: e, inbox: in}, nil
 }
 
