@@ -51,7 +51,7 @@ type Config struct {
 	// CleanupBatchSize bounds the rows one cleanup DELETE removes. Defaults
 	// to 1000.
 	CleanupBatchSize int
-	// Registerer receives the relay's metrics (see [NewMetrics]). Defaults
+	// Registerer receives the relay's metrics (see [Metrics]). Defaults
 	// to none: the relay counts into collectors nobody scrapes.
 	Registerer prometheus.Registerer
 	// Now is the relay's clock (due times, published and parked times,
