@@ -346,6 +346,18 @@ func TestTraceOfAPaymentAndItsConsumer(t *testing.T) {
 		if consumer == nil || len(consumer.Links) != 1 || consumer.Links[0].SpanContext.TraceID() != request.SpanContext.TraceID() {
 			t.Fatalf("consumer span is not linked to the request: %+v", consumer)
 		}
+		// The relay's producer span is in the request's trace, and the
+		// consumer links to it.
+		var producer *tracetest.SpanStub
+		for i := range spans {
+			if spans[i].Name == "publish payment.succeeded" {
+				producer = &spans[i]
+			}
+		}
+		if producer == nil || producer.SpanContext.TraceID() != request.SpanContext.TraceID() ||
+			consumer.Links[0].SpanContext.SpanID() != producer.SpanContext.SpanID() {
+			t.Fatalf("producer span %+v, consumer link %+v", producer, consumer.Links)
+		}
 	})
 }
 

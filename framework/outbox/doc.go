@@ -33,5 +33,7 @@
 // [Config.MaxAttempts]; see [Relay] for what that means for the aggregate.
 // Published events are deleted after [Config.Retention] in bounded batches.
 // [Metrics] reports the lag and the counts on the registry passed in
-// [Config.Registerer].
+// [Config.Registerer]. With [Config.TracerProvider] every publish is a
+// producer span in the writing request's trace, and the event carries that
+// span's context to the consumer.
 package outbox

@@ -10,6 +10,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/retrysafe/retrysafe/framework/store"
 )
@@ -59,6 +64,12 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives the relay's events. Defaults to discarding them.
 	Logger *slog.Logger
+	// TracerProvider makes a producer span per publish, a child of the
+	// span of the request that wrote the event; the event travels with the
+	// producer span's context, so a consumer's span links into the
+	// request's trace. Defaults to none: events travel with the request's
+	// context as written.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -93,6 +104,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = noop.NewTracerProvider()
+	}
 	return c, nil
 }
 
@@ -118,6 +132,7 @@ type Relay struct {
 	pub     Publisher
 	cfg     Config
 	metrics *Metrics
+	tracer  trace.Tracer
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -137,7 +152,7 @@ func NewRelay(db *store.DB, pub Publisher, cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Relay{st: st, pub: pub, cfg: cfg}
+	r := &Relay{st: st, pub: pub, cfg: cfg, tracer: cfg.TracerProvider.Tracer("github.com/retrysafe/retrysafe/framework/outbox")}
 	if r.metrics, err = newMetrics(cfg.Registerer, st); err != nil {
 		return nil, err
 	}
@@ -177,7 +192,7 @@ func (r *Relay) RunOnce(ctx context.Context) (RunStats, error) {
 				stats.Deferred++
 				continue
 			}
-			err := r.pub.Publish(ctx, ce.event)
+			err := r.publish(ctx, ce.event)
 			switch {
 			case err == nil:
 				done = append(done, settlement{position: ce.position, published: true})
@@ -217,6 +232,31 @@ func (r *Relay) RunOnce(ctx context.Context) (RunStats, error) {
 		return stats, fmt.Errorf("%w: %w", ErrUnavailable, unavailable)
 	}
 	return stats, nil
+}
+
+// publish publishes ev in a producer span that continues the writing
+// request's trace.
+func (r *Relay) publish(ctx context.Context, ev Event) error {
+	prop := propagation.TraceContext{}
+	parent := prop.Extract(ctx, propagation.MapCarrier(ev.Headers))
+	pctx, span := r.tracer.Start(parent, "publish "+ev.Type, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("messaging.message.id", ev.ID.String()),
+			attribute.String("retrysafe.event.type", ev.Type), attribute.Int64("retrysafe.event.seq", ev.Seq)))
+	if span.SpanContext().IsValid() {
+		headers := make(map[string]string, len(ev.Headers)+2)
+		for k, v := range ev.Headers {
+			headers[k] = v
+		}
+		prop.Inject(pctx, propagation.MapCarrier(headers))
+		ev.Headers = headers
+	}
+	err := r.pub.Publish(ctx, ev)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "publish failed")
+	}
+	span.End()
+	return err
 }
 
 func truncate(s string, n int) string {

@@ -40,8 +40,8 @@ type EventsConfig struct {
 	// NakDelay is the pause before a failed message is redelivered.
 	// Defaults to natsjs's 1s.
 	NakDelay time.Duration
-	// Relay tunes the relay; its Registerer and Logger default to the
-	// app's, its clock to the wall clock (event times are the writers'
+	// Relay tunes the relay; its Registerer, Logger and TracerProvider
+	// default to the app's, its clock to the wall clock (event times are the writers'
 	// wall clock too). Defaults to outbox.Config's.
 	Relay outbox.Config
 }
@@ -108,6 +108,9 @@ func newEvents(engine *framework.Engine, reg prometheus.Registerer, tp trace.Tra
 	}
 	if rc.Logger == nil {
 		rc.Logger = logger
+	}
+	if rc.TracerProvider == nil {
+		rc.TracerProvider = tp
 	}
 	if ev.Relay, err = outbox.NewRelay(engine.DB(), ev.Publisher, rc); err != nil {
 		ev.close()
