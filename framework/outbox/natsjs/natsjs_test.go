@@ -2,6 +2,7 @@ package natsjs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -176,4 +177,20 @@ func TestTwoRelaysDeliverEverythingInOrder(t *testing.T) {
 	if pending != 0 {
 		t.Fatalf("%d events still pending", pending)
 	}
+}
+
+func TestOversizedEventIsRefused(t *testing.T) {
+	t.Parallel()
+	_, srv, pub := setup(t, "sqlite")
+	big := make([]byte, 0, 9<<20)
+	big = append(big, '"')
+	for len(big) < 9<<20 {
+		big = append(big, 'x')
+	}
+	big = append(big, '"')
+	ev := outbox.Event{ID: [16]byte{2}, Tenant: "acme", Type: "thing.happened", AggregateType: "thing", AggregateID: "a1", Seq: 1, Payload: big}
+	if err := pub.Publish(context.Background(), ev); !errors.Is(err, outbox.ErrRefused) {
+		t.Fatalf("err = %v, want ErrRefused", err)
+	}
+	_ = srv
 }

@@ -140,9 +140,11 @@ func (p *Publisher) EnsureStream(ctx context.Context) error {
 	return nil
 }
 
-// Publish implements [outbox.Publisher]. A JetStream API error (the stream
-// rejected the message) wraps [outbox.ErrRefused]; a timeout, a lost
-// connection or a missing stream is an outage.
+// Publish implements [outbox.Publisher]. An event that cannot be published
+// as it is (the stream rejected it with an API error, it is over the
+// server's max_payload, its subject is invalid) is refused: the error wraps
+// [outbox.ErrRefused]. A timeout, a lost connection or a missing stream is
+// an outage.
 func (p *Publisher) Publish(ctx context.Context, ev outbox.Event) error {
 	_, err := p.PublishAck(ctx, ev)
 	return err
@@ -180,7 +182,8 @@ func (p *Publisher) PublishAck(ctx context.Context, ev outbox.Event) (*jetstream
 		return nil, fmt.Errorf("natsjs: publish %s: %w", ev.ID, err)
 	}
 	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.Code != 503 {
+	if errors.As(err, &apiErr) && apiErr.Code != 503 ||
+		errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) {
 		return nil, fmt.Errorf("%w: natsjs: publish %s: %w", outbox.ErrRefused, ev.ID, err)
 	}
 	return nil, fmt.Errorf("natsjs: publish %s: %w", ev.ID, err)
