@@ -309,3 +309,34 @@ func TestTwoRelaysKeepOrderPerAggregate(t *testing.T) {
 	}
 	wantInOrder(t, got, want)
 }
+
+// TestEventsBehindABackoffDoNotStarveOthers: an aggregate whose head waits
+// out a backoff has more later events than a batch holds; another
+// aggregate's event behind them is still published.
+func TestEventsBehindABackoffDoNotStarveOthers(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		db := setup(t, dsn)
+		emit(t, db, "acme", "bad", 6)
+		emit(t, db, "acme", "good", 1)
+		rec := &recorder{fail: func(ev outbox.Event) error {
+			if ev.AggregateID == "bad" {
+				return fmt.Errorf("%w: no", outbox.ErrRefused)
+			}
+			return nil
+		}}
+		relay, err := outbox.NewRelay(db, rec, outbox.Config{BatchSize: 2, BaseBackoff: time.Hour, MaxBackoff: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := relay.RunOnce(context.Background()); err != nil || st.Refused != 1 {
+			t.Fatalf("first run: %+v %v", st, err)
+		}
+		if st, err := relay.RunOnce(context.Background()); err != nil || st.Published != 1 {
+			t.Fatalf("second run: %+v %v", st, err)
+		}
+		if got := rec.got(); len(got) != 1 || got[0].AggregateID != "good" {
+			t.Fatalf("published %+v", got)
+		}
+	})
+}

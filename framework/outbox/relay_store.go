@@ -62,11 +62,14 @@ func newRelayStore(db *store.DB) (relayStore, error) {
 	return nil, fmt.Errorf("outbox: unsupported dialect %q", db.Dialect.Name())
 }
 
-// claimSQL selects the pending events due at ? (oldest first, at most ?):
-// an event never tried is always due, whatever the writer's clock said, and
-// a refused one is due at its available_at on the relay's clock,
-// locked with %s, and keeps those that have no earlier pending event of
-// their aggregate outside the claimed set: a claim always starts at an
+// claimSQL selects the pending events due at @now (oldest first, at most
+// @limit): an event never tried is always due, whatever the writer's clock
+// said, and a refused one is due at its available_at on the relay's clock.
+// Events behind an earlier one of their aggregate that waits out a backoff
+// are not candidates at all, so they never fill a batch and starve other
+// aggregates. The candidates are locked with %s, and the query keeps those
+// that have no earlier pending event of their aggregate outside the claimed
+// set: a claim always starts at an
 // aggregate's earliest pending event, so a later event is never published
 // before an earlier one, whoever holds the earlier one. On PostgreSQL the
 // rows are locked FOR UPDATE SKIP LOCKED, so concurrent relays claim
@@ -79,9 +82,16 @@ func newRelayStore(db *store.DB) (relayStore, error) {
 // for yet (an anti-join planned for one row scanned the whole outbox per
 // claimed event).
 const claimSQL = `WITH claimed AS (
-  SELECT position, tenant_id, aggregate_type, aggregate_id, seq FROM outbox_events
-  WHERE published_at IS NULL AND parked_at IS NULL AND (attempts = 0 OR available_at <= ?)
-  ORDER BY position LIMIT ? %s
+  SELECT position, tenant_id, aggregate_type, aggregate_id, seq FROM outbox_events o
+  WHERE published_at IS NULL AND parked_at IS NULL AND (attempts = 0 OR available_at <= @now)
+    AND (
+      SELECT q.seq FROM outbox_events q
+      WHERE q.tenant_id = o.tenant_id AND q.aggregate_type = o.aggregate_type AND q.aggregate_id = o.aggregate_id
+        AND q.seq < o.seq AND q.published_at IS NULL AND q.parked_at IS NULL
+        AND q.attempts > 0 AND q.available_at > @now
+      LIMIT 1
+    ) IS NULL
+  ORDER BY position LIMIT @limit %s
 )
 SELECT e.* FROM outbox_events e JOIN claimed c ON e.position = c.position
 WHERE (
@@ -133,7 +143,7 @@ type gormRelayStore struct{ db *store.DB }
 
 func (s *gormRelayStore) claim(q *gorm.DB, sql string, now time.Time, limit int) ([]claimedEvent, error) {
 	var rows []eventRow
-	if err := q.Raw(sql, now.UTC(), limit).Scan(&rows).Error; err != nil {
+	if err := q.Raw(sql, map[string]any{"now": now.UTC(), "limit": limit}).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
 	batch := make([]claimedEvent, 0, len(rows))
