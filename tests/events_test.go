@@ -60,6 +60,26 @@ func (e *env) pendingEvents() []outbox.Event {
 	return got
 }
 
+// gauge scrapes the app's registry for the value of an unlabelled metric.
+func (e *env) gauge(name string) float64 {
+	e.t.Helper()
+	families, err := e.app.Registry.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			m := f.GetMetric()[0]
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	e.t.Fatalf("metric %s not found", name)
+	return 0
+}
+
 // eventually polls cond every 20ms until it holds or 20s passed.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -282,6 +302,9 @@ func TestBrokerOutage(t *testing.T) {
 		if n := len(e.ledgerEntries(tokenAcme)); n != 3 {
 			t.Fatalf("ledger entries during the outage = %d, want 3", n)
 		}
+		if lag := e.gauge("retrysafe_outbox_lag_seconds"); lag < 0.5 {
+			t.Fatalf("scraped outbox lag = %v during the outage", lag)
+		}
 
 		proxy.Restore()
 		eventually(t, "8 ledger entries", func() bool { return len(e.ledgerEntries(tokenAcme)) == 8 })
@@ -292,6 +315,12 @@ func TestBrokerOutage(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		if n := len(e.ledgerEntries(tokenAcme)); n != 8 {
 			t.Fatalf("ledger entries = %d, want 8", n)
+		}
+		if lag, pending := e.gauge("retrysafe_outbox_lag_seconds"), e.gauge("retrysafe_outbox_pending_events"); lag != 0 || pending != 0 {
+			t.Fatalf("scraped lag %v, pending %v after the outage", lag, pending)
+		}
+		if retried := e.gauge("retrysafe_outbox_retried_total"); retried == 0 {
+			t.Fatal("no retry counted during the outage")
 		}
 	})
 }
@@ -457,5 +486,32 @@ func TestLedgerListIsTenantScopedAndPaginated(t *testing.T) {
 		wantStatus(t, e.do(http.MethodGet, "/v1/ledger?limit=0", tokenAcme, nil), http.StatusBadRequest)
 		wantStatus(t, e.do(http.MethodGet, "/v1/ledger?cursor=nope", tokenAcme, nil), http.StatusBadRequest)
 		wantStatus(t, e.do(http.MethodGet, "/v1/ledger", "", nil), http.StatusUnauthorized)
+	})
+}
+
+// TestReconciledPaymentEmitsOnce: a charge whose answer was lost is
+// recorded by the reconciling retry; payment.succeeded is written once, by
+// the phase that records it, and the ledger gets one entry.
+func TestReconciledPaymentEmitsOnce(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		e := newEnv(t, dsn, func(c *app.Config) { c.ProviderTimeout = 100 * time.Millisecond })
+		wantStatus(t, e.pay(tokenAcme, "k-timeout", paymentBody(4200, "pm_card_timeout_after_charge")), http.StatusConflict)
+		if n := e.outboxEvents("payment.succeeded"); n != 0 {
+			t.Fatalf("%d events before the outcome is known, want 0", n)
+		}
+		final := e.pay(tokenAcme, "k-timeout", paymentBody(4200, "pm_card_timeout_after_charge"))
+		wantStatus(t, final, http.StatusCreated)
+		wantReplay(t, e.pay(tokenAcme, "k-timeout", paymentBody(4200, "pm_card_timeout_after_charge")), final)
+		if n := e.outboxEvents("payment.succeeded"); n != 1 {
+			t.Fatalf("%d payment.succeeded events, want 1", n)
+		}
+		if _, err := e.app.Events.Relay.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		entries := e.ledgerEntries(tokenAcme)
+		if len(entries) != 1 || entries[0].PaymentID != final.JSON(t)["id"] || entries[0].Amount != 4200 {
+			t.Fatalf("ledger %+v", entries)
+		}
 	})
 }
