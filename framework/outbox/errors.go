@@ -17,6 +17,9 @@ var (
 	// publisher's error, when the broker was unavailable: the events of the
 	// batch that were not published stay pending.
 	ErrUnavailable = errors.New("outbox: publisher unavailable")
+	// ErrNotParked is returned by [Relay.Requeue] when the ID names no
+	// parked event.
+	ErrNotParked = errors.New("outbox: no such parked event")
 	// ErrRunning is returned by [Relay.Start] when the relay already runs.
 	ErrRunning = errors.New("outbox: relay already running")
 )

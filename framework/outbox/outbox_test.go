@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/outbox"
@@ -204,6 +205,26 @@ func TestRelayRefusedEventBlocksItsAggregateThenParks(t *testing.T) {
 		_, pending, parked, err := relay.Lag(context.Background())
 		if err != nil || pending != 0 || parked != 1 {
 			t.Fatalf("pending %d parked %d err %v", pending, parked, err)
+		}
+		// Once the cause is fixed, an operator requeues it.
+		var parkedID string
+		if err := db.Gorm.Table("outbox_events").Select("id").Where("parked_at IS NOT NULL").Scan(&parkedID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := relay.Requeue(context.Background(), uuid.MustParse(parkedID)); err != nil {
+			t.Fatal(err)
+		}
+		if err := relay.Requeue(context.Background(), uuid.MustParse(parkedID)); !errors.Is(err, outbox.ErrNotParked) {
+			t.Fatalf("second requeue: %v", err)
+		}
+		rec.mu.Lock()
+		rec.fail = nil
+		rec.mu.Unlock()
+		if _, err := relay.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.got(); len(got) != 3 || got[2].AggregateID != "bad" || got[2].Seq != 1 {
+			t.Fatalf("after the requeue: %+v", got)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -123,8 +124,8 @@ func (c Config) withDefaults() (Config, error) {
 // the aggregate's later events wait behind it. After [Config.MaxAttempts]
 // refusals it is parked: counted, kept, never published, and the
 // aggregate's later events are published without it (a consumer that needs
-// every event of an aggregate sees a gap in Seq). Requeue a parked event by
-// clearing parked_at and attempts. When the broker is unavailable, events
+// every event of an aggregate sees a gap in Seq). [Relay.Requeue] makes a
+// parked event pending again once its cause is fixed. When the broker is unavailable, events
 // keep accumulating and nothing is counted against them; the relay retries
 // with backoff and catches up when the broker returns.
 type Relay struct {
@@ -292,6 +293,21 @@ func (r *Relay) Drain(ctx context.Context) (RunStats, error) {
 			return total, err
 		}
 	}
+}
+
+// Requeue makes the parked event id pending again, with a fresh count of
+// attempts. It is published like a new event, after any later event of its
+// aggregate that was published while it was parked. It returns
+// [ErrNotParked] when id names no parked event.
+func (r *Relay) Requeue(ctx context.Context, id uuid.UUID) error {
+	ok, err := r.st.requeue(ctx, id.String(), r.cfg.Now())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNotParked
+	}
+	return nil
 }
 
 // CleanupStats counts what one cleanup did.

@@ -44,6 +44,9 @@ type relayStore interface {
 	// oldestPending returns the creation time of the oldest pending event
 	// (zero when none is pending) and the number of parked events.
 	stats(ctx context.Context) (oldest time.Time, pending, parked int64, err error)
+	// requeue makes a parked event pending again; false when id names no
+	// parked event.
+	requeue(ctx context.Context, id string, now time.Time) (bool, error)
 }
 
 var (
@@ -187,6 +190,12 @@ func (s *gormRelayStore) deletePublished(ctx context.Context, cutoff time.Time, 
   SELECT position FROM outbox_events WHERE published_at IS NOT NULL AND published_at < ? ORDER BY published_at LIMIT ?)`,
 		cutoff.UTC(), limit)
 	return res.RowsAffected, s.db.Classify(res.Error)
+}
+
+func (s *gormRelayStore) requeue(ctx context.Context, id string, now time.Time) (bool, error) {
+	res := s.db.Gorm.WithContext(ctx).Model(&eventRow{}).Where("id = ? AND parked_at IS NOT NULL", id).
+		Updates(map[string]any{"parked_at": nil, "attempts": 0, "available_at": now.UTC(), "last_error": nil})
+	return res.RowsAffected == 1, s.db.Classify(res.Error)
 }
 
 func (s *gormRelayStore) stats(ctx context.Context) (time.Time, int64, int64, error) {
