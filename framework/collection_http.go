@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"cmp"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -38,6 +39,7 @@ func ResourceID(c *gin.Context) (uuid.UUID, error) {
 func (c *Collection[T]) fail(g *gin.Context, pattern string, err error) {
 	if pattern != "" {
 		c.engine.metrics.Requests.WithLabelValues(pattern, c.res.Name, OutcomeOf(err)).Inc()
+		TraceOutcome(g.Request.Context(), pattern, c.res.Name, OutcomeOf(err), "")
 	}
 	c.engine.WriteProblem(g.Writer, g.Request, err)
 }
@@ -84,6 +86,7 @@ func (c *Collection[T]) serveCreate(g *gin.Context, pattern string, start time.T
 		return
 	}
 	c.engine.metrics.Requests.WithLabelValues(pattern, c.res.Name, res.Outcome).Inc()
+	TraceOutcome(g.Request.Context(), pattern, c.res.Name, res.Outcome, cmp.Or(key, req.ID.String()))
 	c.engine.logger.LogAttrs(g.Request.Context(), slog.LevelInfo, "resource write",
 		slog.String("pattern", pattern), slog.String("tenant", req.Tenant), slog.String("resource", c.res.Name),
 		slog.String("id", req.ID.String()), slog.String("outcome", res.Outcome), slog.Bool("replayed", res.Replayed),

@@ -40,4 +40,12 @@
 //   - [Retention]: the replay window and tombstone retention.
 //   - [Metrics]: Prometheus counters by pattern, operation and outcome,
 //     registered on the application's registry ([NewMetrics]).
+//   - [TraceRequests], [TraceOutcome], [StartSpan], [TraceLogHandler]:
+//     OpenTelemetry spans on the application's TracerProvider (a span per
+//     request with pattern, operation, outcome and key hash; child spans
+//     for the steps) and trace IDs on log records.
+//
+// Events beyond the request live in the subpackages outbox (written in the
+// effect's transaction, relayed at least once; outbox/natsjs for NATS
+// JetStream) and inbox (a consumer's effect once per message).
 package framework

@@ -1,5 +1,5 @@
 // Package migrations owns the framework's own tables (the POST fallback's
-// idempotency records; later the outbox and inbox), one embedded goose
+// idempotency records; the outbox and the consumer inbox), one embedded goose
 // source per dialect (postgres/, sqlite/).
 //
 // [Up] applies them and nothing else: an application calls it at start-up

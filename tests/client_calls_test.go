@@ -84,7 +84,7 @@ func TestClientReadReplaceDelete(t *testing.T) {
 			t.Fatal("the order is not deleted")
 		}
 		_, err = ce.client.Get(ctx, path)
-		if p, ok := client.ProblemOf(err); !ok || p.Code != client.CodeNotFound {
+		if p, ok := client.ProblemOf(err); !ok || string(p.Code) != client.CodeNotFound {
 			t.Fatalf("Get after Delete: %v, want not_found", err)
 		}
 		// A delete of a missing resource, answered at once, is an error.
@@ -121,7 +121,7 @@ func TestClientListFollowsCursor(t *testing.T) {
 			t.Fatalf("List gave %d orders, want %d", len(seen), len(want))
 		}
 		for _, err := range ce.client.List(t.Context(), client.ListRequest{Path: "/v1/orders", Limit: 1000}) {
-			if p, ok := client.ProblemOf(err); !ok || p.Code != client.CodeValidationFailed {
+			if p, ok := client.ProblemOf(err); !ok || string(p.Code) != client.CodeValidationFailed {
 				t.Fatalf("limit 1000: err = %v, want validation_failed", err)
 			}
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/retrysafe/retrysafe/client/retryable"
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/internal/testdb"
+	"github.com/retrysafe/retrysafe/resources/transfers"
 )
 
 // fakePending answers 409 outcome_pending with Retry-After: 1 without
@@ -242,7 +243,7 @@ func TestRetryableHTTPFinalAnswersAtOnce(t *testing.T) {
 
 		mismatch := retryableDo(t, rc, http.MethodPost, url, "rh-usd", transferBody("acc_a", "acc_b", 100, "USD"))
 		wantStatus(t, mismatch, http.StatusConflict)
-		if code := mismatch.Code(t); code != client.CodeCurrencyMismatch || mismatch.Header.Get("Retry-After") != "" {
+		if code := mismatch.Code(t); code != string(transfers.CodeCurrencyMismatch) || mismatch.Header.Get("Retry-After") != "" {
 			t.Fatalf("final 409: code %q, Retry-After %q", code, mismatch.Header.Get("Retry-After"))
 		}
 		reuse := retryableDo(t, rc, http.MethodPost, url, "rh-eur", transferBody("acc_a", "acc_b", 999, "EUR"))
@@ -350,7 +351,7 @@ func recipeOps(prefix string) []recipeOp {
 		recipeOp{Path: "/v1/transfers", Key: prefix + "-eur", Body: transferBody("acc_a", "acc_b", 100, "EUR"),
 			plan: []clientFault{fakeInProgress, loseAnswer}, status: http.StatusCreated},
 		recipeOp{Path: "/v1/transfers", Key: prefix + "-usd", Body: transferBody("acc_a", "acc_b", 100, "USD"),
-			status: http.StatusConflict, code: client.CodeCurrencyMismatch},
+			status: http.StatusConflict, code: string(transfers.CodeCurrencyMismatch)},
 		recipeOp{Path: "/v1/transfers", Key: prefix + "-eur", Body: transferBody("acc_a", "acc_b", 999, "EUR"),
 			status: http.StatusUnprocessableEntity, code: client.CodeIdempotencyKeyReuse},
 	)

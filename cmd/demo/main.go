@@ -6,6 +6,11 @@
 //
 // DATABASE_URL is used when -db is absent; DEMO_API_TOKENS="tok:tenant,…"
 // replaces the default tokens sk_test_acme (acme) and sk_test_globex (globex).
+//
+// Events: -nats nats://127.0.0.1:4222 (or NATS_URL) publishes the outbox to
+// NATS JetStream and runs the ledger's durable consumer; without it the
+// relay hands events to the ledger in process. OTEL_EXPORTER_OTLP_ENDPOINT
+// exports traces with OTLP over HTTP; unset, nothing is traced.
 package main
 
 import (
@@ -42,6 +47,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address HOST:PORT")
 	dsn := fs.String("db", "", `database: "sqlite:PATH" or a postgres:// URL (default $DATABASE_URL, else sqlite:retrysafe-demo.db)`)
+	natsURL := fs.String("nats", "", "NATS JetStream URL for the outbox relay and the ledger consumer (default $NATS_URL, else in process)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -58,10 +64,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if *natsURL == "" {
+		*natsURL = getenv("NATS_URL")
+	}
+	logger := slog.New(framework.TraceLogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	gin.SetMode(gin.ReleaseMode)
+	tp, shutdownTracing, err := tracerProvider(ctx, getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = shutdownTracing(context.WithoutCancel(ctx)) }()
 
-	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger})
+	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, TracerProvider: tp,
+		Events: app.EventsConfig{NATSURL: *natsURL}})
 	if err != nil {
 		return err
 	}

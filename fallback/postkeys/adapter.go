@@ -54,36 +54,18 @@ func New(e *framework.Engine, cfg Config) (*Adapter, error) {
 	for _, h := range cfg.StoredHeaders {
 		a.stored[h] = true
 	}
-	if a.oldestInProgress, err = registerGauge(e.Metrics().Registerer, prometheus.GaugeOpts{
+	a.oldestInProgress = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "retrysafe", Subsystem: "postkeys", Name: "oldest_in_progress_age_seconds",
-		Help: "Age of the oldest in_progress idempotency record, as of the last recovery run.",
-	}); err != nil {
-		return nil, err
-	}
-	if a.unknownRecords, err = registerGauge(e.Metrics().Registerer, prometheus.GaugeOpts{
+		Help: "Age of the oldest in_progress idempotency record, read at scrape time.",
+	})
+	a.unknownRecords = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "retrysafe", Subsystem: "postkeys", Name: "unknown_records",
-		Help: "Idempotency records whose outcome is unknown, as of the last recovery run.",
-	}); err != nil {
+		Help: "Idempotency records whose outcome is unknown, read at scrape time.",
+	})
+	if err := registerScrapeGauges(e.Metrics().Registerer, a); err != nil {
 		return nil, err
 	}
 	return a, nil
-}
-
-func registerGauge(reg prometheus.Registerer, opts prometheus.GaugeOpts) (prometheus.Gauge, error) {
-	g := prometheus.NewGauge(opts)
-	if reg == nil {
-		return g, nil
-	}
-	if err := reg.Register(g); err != nil {
-		var already prometheus.AlreadyRegisteredError
-		if errors.As(err, &already) {
-			if existing, ok := already.ExistingCollector.(prometheus.Gauge); ok {
-				return existing, nil
-			}
-		}
-		return nil, err
-	}
-	return g, nil
 }
 
 func (a *Adapter) add(op *operation) error {

@@ -67,7 +67,9 @@
 // batches and never unfinished ones); [Adapter.Stop] stops them. Every
 // state transition is one slog event carrying the SHA-256 of the key, never
 // the key; the gauges retrysafe_postkeys_oldest_in_progress_age_seconds and
-// retrysafe_postkeys_unknown_records are refreshed by every recovery run.
+// retrysafe_postkeys_unknown_records are read from the database at every
+// scrape. With tracing set up (see [framework.TraceRequests]) the claim and
+// every phase are child spans of the request's.
 //
 // [Endpoint.Describe] describes a registered operation (key policy,
 // replayed rejections, outcome_pending for phased operations) for

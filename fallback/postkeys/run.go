@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework"
 )
 
 // recordID is the primary key of a record.
@@ -52,13 +55,15 @@ func (at *attempt) failPoint(ctx context.Context, point string) error {
 	return nil
 }
 
-func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB) (string, error)) error {
+func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB) (string, error)) (err error) {
+	ctx, span := framework.StartSpan(ctx, "postkeys.phase", attribute.String("retrysafe.recovery_point", point))
+	defer func() { framework.EndSpan(span, err) }()
 	if point == "" || point == PointStarted {
 		return fmt.Errorf("postkeys: %q is not a recovery point a phase can reach", point)
 	}
 	now := at.a.engine.Now()
 	var ref string
-	err := at.a.db.Write(ctx, func(tx *gorm.DB) error {
+	err = at.a.db.Write(ctx, func(tx *gorm.DB) error {
 		if fn != nil {
 			var err error
 			if ref, err = fn(tx); err != nil {

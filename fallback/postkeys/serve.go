@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
@@ -37,6 +38,8 @@ func errInProgress() error {
 
 func (a *Adapter) fail(c *gin.Context, op *operation, err error) {
 	a.engine.Metrics().Requests.WithLabelValues("post", op.name, framework.OutcomeOf(err)).Inc()
+	key, _, _ := framework.IdempotencyKey(c.Request.Header)
+	framework.TraceOutcome(c.Request.Context(), "post", op.name, framework.OutcomeOf(err), key)
 	a.engine.WriteProblem(c.Writer, c.Request, err)
 }
 
@@ -99,6 +102,7 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 		return
 	}
 	a.engine.Metrics().Requests.WithLabelValues("post", op.name, out.metric).Inc()
+	framework.TraceOutcome(ctx, "post", op.name, out.metric, key)
 	framework.WriteReply(c.Writer, framework.Reply{Status: out.resp.status, Body: out.body,
 		Header: out.resp.header, Replayed: out.replayed, Key: key})
 }
@@ -202,6 +206,8 @@ func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, ve
 // expired (or meanwhile released) record is reclaimed by the one claim
 // statement. When the key is held, held is the live record.
 func (a *Adapter) claimTx(tx *gorm.DB, at *attempt, version int, now time.Time) (number int64, claimed bool, held Record, err error) {
+	_, span := framework.StartSpan(tx.Statement.Context, "postkeys.claim", framework.AttrOperation.String(at.id.operation))
+	defer func() { span.SetAttributes(attribute.Bool("retrysafe.claimed", claimed)); framework.EndSpan(span, err) }()
 	lease, expires := now.Add(a.cfg.LeaseDuration), a.engine.Retention().ReplayExpiry(now)
 	inserted, err := a.records.insert(tx, at.id, at.fingerprint, version, now, lease, expires)
 	if err != nil || inserted {

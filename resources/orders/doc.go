@@ -5,7 +5,10 @@
 //
 // [Resource] is the whole declaration: the [Command] with its validation, the
 // [Render] function, the replace guard and the creation hook that writes one
-// order.created [Event] to the order_events outbox in the insert's
-// transaction. [New] builds the collection; [Orders.Mount] adds
-// POST /orders/{id}/submit beside the engine's routes.
+// order.created [Event] to the order_events audit table and one to the
+// framework's outbox ([EmitCreated]) in the insert's transaction.
+// [EmitReplaced] and [EmitSubmitted] write order.replaced and
+// order.submitted for the engine's replace and status hooks. [New] builds
+// the collection; [Orders.Mount] adds POST /orders/{id}/submit beside the
+// engine's routes.
 package orders

@@ -119,8 +119,11 @@ func onCreate(ctx context.Context, tx *gorm.DB, cmd Command, m framework.Meta) e
 	if err != nil {
 		return err
 	}
-	return tx.WithContext(ctx).Create(&Event{TenantID: m.Tenant, OrderID: m.ID.String(), Type: EventCreated,
-		Payload: string(payload), CreatedAt: m.CreatedAt}).Error
+	if err := tx.WithContext(ctx).Create(&Event{TenantID: m.Tenant, OrderID: m.ID.String(), Type: EventCreated,
+		Payload: string(payload), CreatedAt: m.CreatedAt}).Error; err != nil {
+		return err
+	}
+	return EmitCreated(ctx, tx, cmd, m)
 }
 
 func replaceGuard(m framework.Meta) error {

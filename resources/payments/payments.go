@@ -229,7 +229,9 @@ func (p *Payments) load(ctx context.Context, run *postkeys.Run[Command]) (*payme
 
 // charge calls the provider with the payment's downstream key, bounded by
 // the provider timeout.
-func (p *Payments) charge(ctx context.Context, row *paymentRow) (Charge, error) {
+func (p *Payments) charge(ctx context.Context, row *paymentRow) (_ Charge, err error) {
+	ctx, span := framework.StartSpan(ctx, "payments.provider.charge")
+	defer func() { framework.EndSpan(span, err) }()
 	callCtx, cancel := context.WithTimeout(ctx, p.cfg.ProviderTimeout)
 	defer cancel()
 	ch, err := p.provider.Charge(callCtx, row.chargeRequest())
@@ -246,12 +248,15 @@ func (p *Payments) charge(ctx context.Context, row *paymentRow) (Charge, error) 
 	return ch, nil
 }
 
-// record commits the provider's answer on the payment row with the
-// PointCharged recovery point.
+// record commits the provider's answer on the payment row, and its outbox
+// event, with the PointCharged recovery point.
 func (p *Payments) record(ctx context.Context, run *postkeys.Run[Command], row *paymentRow, ch Charge) error {
 	row.applyCharge(ch, run.Now())
 	return run.Phase(ctx, PointCharged, func(tx *gorm.DB) (string, error) {
-		return row.ID, savePayment(ctx, tx, row)
+		if err := savePayment(ctx, tx, row); err != nil {
+			return "", err
+		}
+		return row.ID, emitOutcome(ctx, tx, row)
 	})
 }
 

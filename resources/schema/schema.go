@@ -1,6 +1,6 @@
 // Package schema holds the tables of the example resources and the demo
 // (orders, transfers and accounts, payments, the sandbox provider's
-// charges), one embedded goose source per dialect, apart from the
+// charges, the ledger), one embedded goose source per dialect, apart from the
 // framework's own tables in package migrations.
 //
 // It is what an application does for its own tables: an embedded source

@@ -14,6 +14,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
@@ -59,6 +61,12 @@ type Config struct {
 	// ProviderTimeout bounds one call of payments to the sandbox provider.
 	// Defaults to [payments.DefaultProviderTimeout] (2s).
 	ProviderTimeout time.Duration
+	// Events configures the outbox relay and the ledger consumer (NATS or
+	// in process). Defaults to in process.
+	Events EventsConfig
+	// TracerProvider traces requests, their steps and event consumption.
+	// Defaults to a no-op provider.
+	TracerProvider trace.TracerProvider
 }
 
 // App is the demo service.
@@ -71,7 +79,9 @@ type App struct {
 	Transfers *transfers.Transfers
 	Payments  *payments.Payments
 	// Sandbox is the payment provider of the demo, on the same database.
-	Sandbox  *sandbox.Provider
+	Sandbox *sandbox.Provider
+	// Events is the outbox relay and the ledger consumer; Start runs them.
+	Events   *Events
 	Registry *prometheus.Registry
 	router   *gin.Engine
 	logger   *slog.Logger
@@ -141,8 +151,17 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		return nil, err
 	}
 
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = noop.NewTracerProvider()
+	}
+	events, err := newEvents(engine, registry, cfg.TracerProvider, cfg.Events, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+
 	router := gin.New()
 	framework.UseProblemHandlers(router, cfg.Logger)
+	router.Use(framework.TraceRequests(cfg.TracerProvider))
 	router.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
 	router.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 
@@ -155,14 +174,15 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	trf.Mount(v1)
 	pay.Mount(v1)
 	provider.Mount(v1)
+	events.Ledger.Mount(v1)
 	spec, err := openapi.New(openapi.Config{Title: "retrysafe demo", Version: "1", Codes: engine.Codes()},
-		slices.Concat(ord.Describe("/v1", &legacy), trf.Describe("/v1"), pay.Describe(), provider.Describe("/v1"))...)
+		slices.Concat(ord.Describe("/v1", &legacy), trf.Describe("/v1"), pay.Describe(), provider.Describe("/v1"), events.Ledger.Describe("/v1"))...)
 	if err != nil {
 		return nil, err
 	}
 	router.GET("/openapi.json", gin.WrapH(spec))
 
-	return &App{DB: db, Engine: engine, Orders: ord, PostKeys: keys, Transfers: trf, Payments: pay, Sandbox: provider, Registry: registry, router: router, logger: cfg.Logger}, nil
+	return &App{DB: db, Engine: engine, Orders: ord, PostKeys: keys, Transfers: trf, Payments: pay, Sandbox: provider, Events: events, Registry: registry, router: router, logger: cfg.Logger}, nil
 }
 
 // Handler returns the HTTP handler of the API.
@@ -171,9 +191,15 @@ func (a *App) Handler() http.Handler { return a.router }
 // Close stops background work and closes the database.
 func (a *App) Close() error {
 	a.PostKeys.Stop()
+	a.Events.close()
 	return a.DB.Close()
 }
 
 // Start starts the background workers (the POST fallback's recovery worker
-// and janitor); Close stops them.
-func (a *App) Start(ctx context.Context) error { return a.PostKeys.Start(ctx) }
+// and janitor, the outbox relay and the ledger consumer); Close stops them.
+func (a *App) Start(ctx context.Context) error {
+	if err := a.PostKeys.Start(ctx); err != nil {
+		return err
+	}
+	return a.Events.start(ctx)
+}

@@ -1,0 +1,39 @@
+// Package outbox is the transactional outbox: events written in the same
+// transaction as the effect they report, and a [Relay] that publishes them
+// at least once, in order per aggregate, through a [Publisher].
+//
+// Emit with [Write] on the transaction of the effect, on the path where the
+// effect happened (a PUT's insert or replace, a POST operation's completion
+// or phase), never on a replay:
+//
+//	err := db.Write(ctx, func(tx *gorm.DB) error {
+//		if err := tx.Create(&payment).Error; err != nil {
+//			return err
+//		}
+//		ev, err := outbox.NewEvent(tenant, "payment.succeeded", "payment", payment.ID, payment)
+//		if err != nil {
+//			return err
+//		}
+//		_, err = outbox.Write(ctx, tx, ev)
+//		return err
+//	})
+//
+// Every event gets a UUID (the broker's and the consumer's deduplication
+// ID), a sequence number per aggregate assigned under the aggregate's
+// counter row lock (so sequence order is commit order), and the trace
+// context of ctx. The tables are the framework's (migrations 00002).
+//
+// The relay ([NewRelay], [Relay.Start]) claims pending events in batches,
+// publishes them and marks them published. On PostgreSQL several relays may
+// run at once (FOR UPDATE SKIP LOCKED, each claim starting at an aggregate's
+// earliest pending event); on SQLite one. A relay that dies between a
+// publish and its mark publishes the event again later: publishers and
+// consumers deduplicate by [Event.ID] (see package natsjs and package
+// inbox). Refused events are retried with backoff and parked after
+// [Config.MaxAttempts]; see [Relay] for what that means for the aggregate.
+// Published events are deleted after [Config.Retention] in bounded batches.
+// [Metrics] reports the lag and the counts on the registry passed in
+// [Config.Registerer]. With [Config.TracerProvider] every publish is a
+// producer span in the writing request's trace, and the event carries that
+// span's context to the consumer.
+package outbox

@@ -1,0 +1,161 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/propagation"
+	"gorm.io/gorm"
+)
+
+// Event is one fact to tell the world about, written to the outbox in the
+// transaction of the effect it reports.
+type Event struct {
+	// ID identifies the event everywhere: it is the broker's deduplication
+	// ID (Nats-Msg-Id) and the consumer inbox's message ID. [Write] sets a
+	// new UUID when it is zero.
+	ID uuid.UUID
+	// Tenant owns the event. Required.
+	Tenant string
+	// Type names what happened ("payment.succeeded"). Required.
+	Type string
+	// AggregateType and AggregateID name the thing the event is about
+	// ("payment", "pay_…"). Events of one aggregate are numbered by Seq and
+	// published in that order. Required.
+	AggregateType string
+	AggregateID   string
+	// Seq is the event's number within its aggregate: 1, 2, 3, … in commit
+	// order. [Write] assigns it.
+	Seq int64
+	// Payload is the event's JSON body.
+	Payload json.RawMessage
+	// Headers carry the propagation fields of the writing request's trace
+	// context (traceparent, tracestate), so that a consumer's span can link
+	// to the request. [Write] fills them from its ctx.
+	Headers map[string]string
+	// CreatedAt is when the event was written. [Write] sets it to the
+	// current UTC time when it is zero.
+	CreatedAt time.Time
+}
+
+// NewEvent returns an event with payload marshalled as JSON.
+func NewEvent(tenant, typ, aggregateType, aggregateID string, payload any) (Event, error) {
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return Event{}, fmt.Errorf("outbox: payload of %s: %w", typ, err)
+	}
+	return Event{Tenant: tenant, Type: typ, AggregateType: aggregateType, AggregateID: aggregateID, Payload: body}, nil
+}
+
+// eventRow is an outbox_events row.
+type eventRow struct {
+	Position      int64      `gorm:"column:position;primaryKey;autoIncrement"`
+	ID            string     `gorm:"column:id"`
+	TenantID      string     `gorm:"column:tenant_id"`
+	Type          string     `gorm:"column:type"`
+	AggregateType string     `gorm:"column:aggregate_type"`
+	AggregateID   string     `gorm:"column:aggregate_id"`
+	Seq           int64      `gorm:"column:seq"`
+	Payload       string     `gorm:"column:payload"`
+	Headers       string     `gorm:"column:headers"`
+	CreatedAt     time.Time  `gorm:"column:created_at"`
+	Attempts      int        `gorm:"column:attempts"`
+	AvailableAt   time.Time  `gorm:"column:available_at"`
+	LastError     *string    `gorm:"column:last_error"`
+	PublishedAt   *time.Time `gorm:"column:published_at"`
+	ParkedAt      *time.Time `gorm:"column:parked_at"`
+}
+
+func (eventRow) TableName() string { return "outbox_events" }
+
+func (r *eventRow) event() (Event, error) {
+	id, err := uuid.Parse(r.ID)
+	if err != nil {
+		return Event{}, fmt.Errorf("outbox: event %d has a bad ID: %w", r.Position, err)
+	}
+	ev := Event{ID: id, Tenant: r.TenantID, Type: r.Type, AggregateType: r.AggregateType, AggregateID: r.AggregateID,
+		Seq: r.Seq, Payload: json.RawMessage(r.Payload), CreatedAt: r.CreatedAt.UTC()}
+	if r.Headers != "" && r.Headers != "{}" {
+		if err := json.Unmarshal([]byte(r.Headers), &ev.Headers); err != nil {
+			return Event{}, fmt.Errorf("outbox: event %s has bad headers: %w", r.ID, err)
+		}
+	}
+	return ev, nil
+}
+
+// nextSeqSQL increments an aggregate's counter and returns the new value.
+// The upsert is spelled the same on PostgreSQL and SQLite (3.35+). Its row
+// lock makes a second transaction emitting for the same aggregate wait until
+// the first commits, so sequence order is commit order and the relay never
+// sees seq n+1 committed before seq n.
+const nextSeqSQL = `INSERT INTO outbox_sequences (tenant_id, aggregate_type, aggregate_id, last_seq) VALUES (?, ?, ?, 1)
+ON CONFLICT (tenant_id, aggregate_type, aggregate_id) DO UPDATE SET last_seq = outbox_sequences.last_seq + 1
+RETURNING last_seq`
+
+// Write adds events to the outbox on tx, the transaction of the effect they
+// report: they commit with it or not at all. Call it only on the path where
+// the effect happened (the insert took place, the charge was recorded), never
+// on a replay. It is the transactional twin of nothing else: the outbox is
+// only ever written in the caller's transaction.
+//
+// Write gives each event its ID (when zero), its creation time (when zero),
+// its sequence number within its aggregate and the trace context of ctx, and
+// returns the events as written.
+func Write(ctx context.Context, tx *gorm.DB, events ...Event) ([]Event, error) {
+	if tx == nil {
+		return nil, errors.New("outbox: Write needs the caller's transaction")
+	}
+	tx = tx.WithContext(ctx)
+	var carrier propagation.MapCarrier
+	written := make([]Event, 0, len(events))
+	for _, ev := range events {
+		if ev.Tenant == "" || ev.Type == "" || ev.AggregateType == "" || ev.AggregateID == "" {
+			return nil, fmt.Errorf("%w: tenant, type and aggregate are required", ErrInvalidEvent)
+		}
+		if len(ev.Payload) == 0 {
+			ev.Payload = json.RawMessage("null")
+		}
+		if !json.Valid(ev.Payload) {
+			return nil, fmt.Errorf("%w: the payload of %s is not JSON", ErrInvalidEvent, ev.Type)
+		}
+		if ev.ID == uuid.Nil {
+			id, err := uuid.NewV7()
+			if err != nil {
+				return nil, err
+			}
+			ev.ID = id
+		}
+		if ev.CreatedAt.IsZero() {
+			ev.CreatedAt = time.Now()
+		}
+		ev.CreatedAt = ev.CreatedAt.UTC()
+		if ev.Headers == nil {
+			if carrier == nil {
+				carrier = propagation.MapCarrier{}
+				propagation.TraceContext{}.Inject(ctx, carrier)
+			}
+			if len(carrier) > 0 {
+				ev.Headers = map[string]string(carrier)
+			}
+		}
+		headers, err := json.Marshal(ev.Headers)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.Raw(nextSeqSQL, ev.Tenant, ev.AggregateType, ev.AggregateID).Scan(&ev.Seq).Error; err != nil {
+			return nil, fmt.Errorf("outbox: sequence of %s %s: %w", ev.AggregateType, ev.AggregateID, err)
+		}
+		row := eventRow{ID: ev.ID.String(), TenantID: ev.Tenant, Type: ev.Type, AggregateType: ev.AggregateType,
+			AggregateID: ev.AggregateID, Seq: ev.Seq, Payload: string(ev.Payload), Headers: string(headers),
+			CreatedAt: ev.CreatedAt, AvailableAt: ev.CreatedAt}
+		if err := tx.Create(&row).Error; err != nil {
+			return nil, fmt.Errorf("outbox: write %s: %w", ev.Type, err)
+		}
+		written = append(written, ev)
+	}
+	return written, nil
+}

@@ -1,0 +1,363 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework/outbox"
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/testdb"
+	"github.com/retrysafe/retrysafe/migrations"
+)
+
+// setup opens a migrated database of its own.
+func setup(t *testing.T, dsn string) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn, store.Config{LockTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+		t.Fatalf("migrations: %v", err)
+	}
+	return db
+}
+
+func emit(t testing.TB, db *store.DB, tenant, aggregate string, n int) {
+	t.Helper()
+	err := db.Write(context.Background(), func(tx *gorm.DB) error {
+		for i := 0; i < n; i++ {
+			ev, err := outbox.NewEvent(tenant, "thing.happened", "thing", aggregate, map[string]int{"i": i})
+			if err != nil {
+				return err
+			}
+			if _, err := outbox.Write(context.Background(), tx, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("emit: %v", err)
+	}
+}
+
+// recorder is an in-memory publisher that keeps what it got.
+type recorder struct {
+	mu     sync.Mutex
+	events []outbox.Event
+	fail   func(outbox.Event) error
+}
+
+func (r *recorder) Publish(_ context.Context, ev outbox.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		if err := r.fail(ev); err != nil {
+			return err
+		}
+	}
+	r.events = append(r.events, ev)
+	return nil
+}
+
+func (r *recorder) got() []outbox.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]outbox.Event(nil), r.events...)
+}
+
+// wantInOrder stops the test unless every aggregate's events arrived with
+// seq 1..n in order, n given by want.
+func wantInOrder(t *testing.T, events []outbox.Event, want map[string]int64) {
+	t.Helper()
+	last := map[string]int64{}
+	for _, ev := range events {
+		k := ev.Tenant + "/" + ev.AggregateID
+		if ev.Seq != last[k]+1 {
+			t.Fatalf("%s: got seq %d after %d", k, ev.Seq, last[k])
+		}
+		last[k] = ev.Seq
+	}
+	for k, n := range want {
+		if last[k] != n {
+			t.Fatalf("%s: last seq %d, want %d", k, last[k], n)
+		}
+	}
+}
+
+func TestWriteNumbersPerAggregateUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		db := setup(t, dsn)
+		var wg sync.WaitGroup
+		errs := make(chan error, 20)
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for try := 0; ; try++ {
+					err := db.Write(context.Background(), func(tx *gorm.DB) error {
+						ev, _ := outbox.NewEvent("acme", "thing.happened", "thing", "a1", i)
+						_, err := outbox.Write(context.Background(), tx, ev)
+						return err
+					})
+					if errors.Is(err, store.ErrLockTimeout) && try < 20 {
+						continue
+					}
+					errs <- err
+					return
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("write: %v", err)
+			}
+		}
+		rec := &recorder{}
+		relay, err := outbox.NewRelay(db, rec, outbox.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := relay.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		wantInOrder(t, rec.got(), map[string]int64{"acme/a1": 20})
+	})
+}
+
+func TestRolledBackWriteLeavesNothing(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		db := setup(t, dsn)
+		boom := errors.New("boom")
+		err := db.Write(context.Background(), func(tx *gorm.DB) error {
+			ev, _ := outbox.NewEvent("acme", "thing.happened", "thing", "a1", nil)
+			if _, err := outbox.Write(context.Background(), tx, ev); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("err = %v", err)
+		}
+		var n int64
+		db.Gorm.Table("outbox_events").Count(&n)
+		if n != 0 {
+			t.Fatalf("%d events after rollback", n)
+		}
+	})
+}
+
+func TestRelayRefusedEventBlocksItsAggregateThenParks(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		db := setup(t, dsn)
+		emit(t, db, "acme", "bad", 2)
+		emit(t, db, "acme", "good", 1)
+		now := time.Now().UTC()
+		clock := func() time.Time { return now }
+		rec := &recorder{fail: func(ev outbox.Event) error {
+			if ev.AggregateID == "bad" && ev.Seq == 1 {
+				return fmt.Errorf("%w: too large", outbox.ErrRefused)
+			}
+			return nil
+		}}
+		relay, err := outbox.NewRelay(db, rec, outbox.Config{MaxAttempts: 3, Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 3; i++ {
+			stats, err := relay.RunOnce(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i < 3 && stats.Refused != 1 || i == 3 && stats.Parked != 1 {
+				t.Fatalf("run %d: %+v", i, stats)
+			}
+			// bad/2 waits behind bad/1 until bad/1 is parked.
+			for _, ev := range rec.got() {
+				if ev.AggregateID == "bad" {
+					t.Fatalf("run %d published %s/%d before bad/1 was parked", i, ev.AggregateID, ev.Seq)
+				}
+			}
+			now = now.Add(time.Hour) // past any backoff
+		}
+		if _, err := relay.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := rec.got()
+		if len(got) != 2 || got[0].AggregateID != "good" || got[1].AggregateID != "bad" || got[1].Seq != 2 {
+			t.Fatalf("published %+v", got)
+		}
+		_, pending, parked, err := relay.Lag(context.Background())
+		if err != nil || pending != 0 || parked != 1 {
+			t.Fatalf("pending %d parked %d err %v", pending, parked, err)
+		}
+		// Once the cause is fixed, an operator requeues it.
+		var parkedID string
+		if err := db.Gorm.Table("outbox_events").Select("id").Where("parked_at IS NOT NULL").Scan(&parkedID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := relay.Requeue(context.Background(), uuid.MustParse(parkedID)); err != nil {
+			t.Fatal(err)
+		}
+		if err := relay.Requeue(context.Background(), uuid.MustParse(parkedID)); !errors.Is(err, outbox.ErrNotParked) {
+			t.Fatalf("second requeue: %v", err)
+		}
+		rec.mu.Lock()
+		rec.fail = nil
+		rec.mu.Unlock()
+		if _, err := relay.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.got(); len(got) != 3 || got[2].AggregateID != "bad" || got[2].Seq != 1 {
+			t.Fatalf("after the requeue: %+v", got)
+		}
+	})
+}
+
+func TestRelayUnavailableKeepsEventsAndCatchesUp(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		db := setup(t, dsn)
+		emit(t, db, "acme", "a1", 3)
+		down := true
+		rec := &recorder{fail: func(outbox.Event) error {
+			if down {
+				return errors.New("connection refused")
+			}
+			return nil
+		}}
+		relay, err := outbox.NewRelay(db, rec, outbox.Config{MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 5; i++ {
+			if _, err := relay.RunOnce(context.Background()); !errors.Is(err, outbox.ErrUnavailable) {
+				t.Fatalf("err = %v", err)
+			}
+		}
+		down = false
+		if _, err := relay.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		wantInOrder(t, rec.got(), map[string]int64{"acme/a1": 3})
+		lag, pending, parked, err := relay.Lag(context.Background())
+		if err != nil || lag != 0 || pending != 0 || parked != 0 {
+			t.Fatalf("lag %v pending %d parked %d err %v", lag, pending, parked, err)
+		}
+	})
+}
+
+func TestRelayCleanupDeletesPublishedInBatches(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		db := setup(t, dsn)
+		emit(t, db, "acme", "a1", 5)
+		now := time.Now().UTC()
+		relay, err := outbox.NewRelay(db, &recorder{}, outbox.Config{Now: func() time.Time { return now }, Retention: time.Hour, CleanupBatchSize: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := relay.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := relay.CleanupOnce(context.Background()); err != nil || st.Deleted != 0 {
+			t.Fatalf("within retention: %+v %v", st, err)
+		}
+		now = now.Add(2 * time.Hour)
+		st, err := relay.CleanupOnce(context.Background())
+		if err != nil || st.Deleted != 5 || st.Batches != 3 {
+			t.Fatalf("cleanup: %+v %v", st, err)
+		}
+	})
+}
+
+// TestTwoRelaysKeepOrderPerAggregate runs two relays at once on PostgreSQL
+// over 1,000 events of 50 aggregates written while they run.
+func TestTwoRelaysKeepOrderPerAggregate(t *testing.T) {
+	t.Parallel()
+	db := setup(t, testdb.New(t, "postgres"))
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		relay, err := outbox.NewRelay(db, rec, outbox.Config{BatchSize: 30, PollInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, err := relay.RunOnce(ctx); err != nil && ctx.Err() == nil {
+					t.Errorf("relay: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	want := map[string]int64{}
+	for round := 0; round < 20; round++ {
+		for a := 0; a < 50; a++ {
+			emit(t, db, "acme", fmt.Sprintf("agg%02d", a), 1)
+			want[fmt.Sprintf("acme/agg%02d", a)]++
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(rec.got()) < 1000 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	got := rec.got()
+	if len(got) != 1000 {
+		t.Fatalf("published %d events, want 1000", len(got))
+	}
+	wantInOrder(t, got, want)
+}
+
+// TestEventsBehindABackoffDoNotStarveOthers: an aggregate whose head waits
+// out a backoff has more later events than a batch holds; another
+// aggregate's event behind them is still published.
+func TestEventsBehindABackoffDoNotStarveOthers(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		db := setup(t, dsn)
+		emit(t, db, "acme", "bad", 6)
+		emit(t, db, "acme", "good", 1)
+		rec := &recorder{fail: func(ev outbox.Event) error {
+			if ev.AggregateID == "bad" {
+				return fmt.Errorf("%w: no", outbox.ErrRefused)
+			}
+			return nil
+		}}
+		relay, err := outbox.NewRelay(db, rec, outbox.Config{BatchSize: 2, BaseBackoff: time.Hour, MaxBackoff: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := relay.RunOnce(context.Background()); err != nil || st.Refused != 1 {
+			t.Fatalf("first run: %+v %v", st, err)
+		}
+		if st, err := relay.RunOnce(context.Background()); err != nil || st.Published != 1 {
+			t.Fatalf("second run: %+v %v", st, err)
+		}
+		if got := rec.got(); len(got) != 1 || got[0].AggregateID != "good" {
+			t.Fatalf("published %+v", got)
+		}
+	})
+}

@@ -1,0 +1,113 @@
+package framework
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TracerName is the instrumentation scope of the framework's spans.
+const TracerName = "github.com/retrysafe/retrysafe"
+
+// Span attributes of an idempotent write, set on the request's span.
+const (
+	AttrPattern   = attribute.Key("retrysafe.pattern")
+	AttrOperation = attribute.Key("retrysafe.operation")
+	// AttrOutcome is executed, replayed, converged or refused (any answer
+	// that executed nothing and replayed nothing: 4xx, 409, 503).
+	AttrOutcome = attribute.Key("retrysafe.outcome")
+	// AttrKeyHash is the SHA-256 of the idempotency key (POST) or of the
+	// resource ID (PUT), never the raw value.
+	AttrKeyHash = attribute.Key("retrysafe.key_sha256")
+)
+
+// TraceRequests is gin middleware that runs every request in a server span
+// of tp named "METHOD route", continuing the caller's W3C trace context
+// (traceparent) when it sends one. The span carries the route and status;
+// the patterns add [AttrPattern], [AttrOperation], [AttrOutcome] and
+// [AttrKeyHash] through [TraceOutcome]. Mount it first.
+func TraceRequests(tp trace.TracerProvider) gin.HandlerFunc {
+	tracer := tp.Tracer(TracerName)
+	prop := propagation.TraceContext{}
+	return func(c *gin.Context) {
+		ctx := prop.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		ctx, span := tracer.Start(ctx, c.Request.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", c.Request.Method), attribute.String("http.route", route)))
+		defer span.End()
+		c.Request = c.Request.WithContext(ctx)
+		c.Next()
+		status := c.Writer.Status()
+		span.SetAttributes(attribute.Int("http.response.status_code", status))
+		if status >= 500 {
+			span.SetStatus(codes.Error, strconv.Itoa(status))
+		}
+	}
+}
+
+// TraceOutcome sets the attributes of an idempotent write on the span in
+// ctx (the request's): pattern ("put", "post", "legacy_post"), operation,
+// outcome ([OutcomeExecuted], [OutcomeReplayed], [OutcomeConverged]; every
+// other metrics outcome is reported as "refused") and the key's hash.
+func TraceOutcome(ctx context.Context, pattern, operation, outcome, key string) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	switch outcome {
+	case OutcomeExecuted, OutcomeReplayed, OutcomeConverged:
+	default:
+		outcome = "refused"
+	}
+	attrs := []attribute.KeyValue{AttrPattern.String(pattern), AttrOperation.String(operation), AttrOutcome.String(outcome)}
+	if key != "" {
+		attrs = append(attrs, AttrKeyHash.String(KeyHash(key)))
+	}
+	span.SetAttributes(attrs...)
+}
+
+// StartSpan starts a child span of the span in ctx, on that span's tracer
+// provider: without a recording span in ctx (no tracing configured) it is a
+// no-op. End the span when the step ends.
+func StartSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return trace.SpanFromContext(ctx).TracerProvider().Tracer(TracerName).Start(ctx, name, trace.WithAttributes(attrs...))
+}
+
+// EndSpan records err (if any) on span and ends it.
+func EndSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// TraceLogHandler wraps h so that every record logged with a context that
+// holds a span carries its trace_id and span_id.
+func TraceLogHandler(h slog.Handler) slog.Handler { return traceLogHandler{h} }
+
+type traceLogHandler struct{ slog.Handler }
+
+func (h traceLogHandler) Handle(ctx context.Context, r slog.Record) error {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h traceLogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return traceLogHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h traceLogHandler) WithGroup(name string) slog.Handler {
+	return traceLogHandler{h.Handler.WithGroup(name)}
+}
