@@ -206,6 +206,7 @@ func TestOrderGetListAndTenants(t *testing.T) {
 			id := uuid.New()
 			ids = append(ids, id.String())
 			wantStatus(t, e.do("PUT", orderPath(id), tokenAcme, orderBody(i+1, "1.50")), http.StatusCreated)
+			e.clock.Advance(time.Millisecond)
 		}
 		got := e.do("GET", orderPath(uuid.MustParse(ids[0])), tokenAcme, nil)
 		wantStatus(t, got, http.StatusOK)
@@ -262,9 +263,9 @@ func TestOrderGetListAndTenants(t *testing.T) {
 		if len(seen) != 5 {
 			t.Fatalf("listed %d orders, want 5: %v", len(seen), seen)
 		}
-		for i := 1; i < len(seen); i++ {
-			if seen[i-1] >= seen[i] {
-				t.Fatalf("list is not in stable ID order: %v", seen)
+		for i := range seen {
+			if seen[i] != ids[len(ids)-1-i] {
+				t.Fatalf("list is not newest first: %v, created %v", seen, ids)
 			}
 		}
 		bad := e.do("GET", "/v1/orders?limit=0", tokenAcme, nil)
