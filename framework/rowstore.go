@@ -236,16 +236,18 @@ func (s gormRowStore) Tombstone(ctx context.Context, db *gorm.DB, p TombstonePar
 
 func (s gormRowStore) PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgeParams) (bool, error) {
 	db = db.WithContext(ctx)
-	res := db.Exec("DELETE FROM "+quote(db, p.Key.Table)+" WHERE tenant_id = ? AND id = ? AND deleted_at IS NOT NULL", p.Key.Tenant, p.Key.ID)
-	if res.Error != nil || res.RowsAffected == 0 {
-		return false, res.Error
-	}
+	table := quote(db, p.Key.Table)
+	// Child rows first (their foreign key references the row), and only
+	// those of a tombstone.
 	for _, c := range p.Children {
-		if err := s.DeleteChildren(ctx, db, ChildRowsParams{ChildTable: c, Tenant: p.Key.Tenant, ParentID: p.Key.ID}); err != nil {
+		if err := db.Exec("DELETE FROM "+quote(db, c.Table)+" WHERE tenant_id = ? AND "+quote(db, c.ParentColumn)+" = ?"+
+			" AND EXISTS (SELECT 1 FROM "+table+" WHERE tenant_id = ? AND id = ? AND deleted_at IS NOT NULL)",
+			p.Key.Tenant, p.Key.ID, p.Key.Tenant, p.Key.ID).Error; err != nil {
 			return false, err
 		}
 	}
-	return true, nil
+	res := db.Exec("DELETE FROM "+table+" WHERE tenant_id = ? AND id = ? AND deleted_at IS NOT NULL", p.Key.Tenant, p.Key.ID)
+	return res.RowsAffected == 1, res.Error
 }
 
 func (s gormRowStore) InsertChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error {
