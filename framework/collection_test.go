@@ -385,4 +385,3 @@ func TestTransactionalTwinsRollBackWithTheCaller(t *testing.T) {
 		}
 	})
 }
-
