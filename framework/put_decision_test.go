@@ -79,8 +79,8 @@ func TestDecidePut(t *testing.T) {
 			want{action: actRefuse, code: CodeResourceDeleted}},
 		{"live tombstone with If-None-Match: *: 410", putState{Fingerprint: fpA, IfNoneMatchStar: true, Exists: true, Row: deleted(fresh, time.Hour)},
 			want{action: actRefuse, code: CodeResourceDeleted}},
-		{"expired tombstone: purge", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, 31 * 24 * time.Hour)}, want{action: actPurge}},
-		{"expired tombstone already purged by this request: 410", putState{Fingerprint: fpA, Exists: true, Purged: true, Row: deleted(fresh, 31 * 24 * time.Hour)},
+		{"expired tombstone: purge", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, 31*24*time.Hour)}, want{action: actPurge}},
+		{"expired tombstone already purged by this request: 410", putState{Fingerprint: fpA, Exists: true, Purged: true, Row: deleted(fresh, 31*24*time.Hour)},
 			want{action: actRefuse, code: CodeResourceDeleted}},
 	}
 	for _, tc := range cases {
