@@ -82,10 +82,16 @@ func TestPutContract(t *testing.T) {
 			t.Fatalf("replace stored %+v, lines %d, events %d", r, lines(), events())
 		}
 		// The replacing body again within the window: 200 replayed.
+		afterReplace := h.row(id)
 		rerun := h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_2", 7))
 		wantStatus(t, rerun, http.StatusOK)
 		if rerun.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(rerun.Body, replaced.Body) {
 			t.Fatalf("replayed replace: %v %s", rerun.Header, rerun.Body)
+		}
+		// A replace that changes nothing writes nothing: the version, the
+		// timestamps and the child rows stay.
+		if r := h.row(id); r.Version != 2 || !r.UpdatedAt.Equal(afterReplace.UpdatedAt) || len(r.Lines) != 1 || r.Lines[0] != afterReplace.Lines[0] {
+			t.Fatalf("the unchanged replace wrote: %+v, was %+v", r, afterReplace)
 		}
 
 		// A stale If-Match: 412, nothing written; the current one replaces.
