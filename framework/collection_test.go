@@ -83,6 +83,7 @@ func TestPutContract(t *testing.T) {
 		}
 		// The replacing body again within the window: 200 replayed.
 		afterReplace := h.row(id)
+		h.clock.Advance(time.Minute)
 		rerun := h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_2", 7))
 		wantStatus(t, rerun, http.StatusOK)
 		if rerun.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(rerun.Body, replaced.Body) {
