@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -497,14 +498,40 @@ func (c *Collection[Cmd, Model]) preloads() []Preload {
 	return out
 }
 
-// uniqueProblem turns a unique violation of a business column into a
-// validation_failed problem: the request cannot succeed as it is.
+// uniqueProblem turns a unique violation of a business column, or a text
+// the database cannot store, into a validation_failed problem: the request
+// cannot succeed as it is.
 func uniqueProblem(err error) error {
-	if errors.Is(err, ErrUniqueViolation) {
+	switch {
+	case errors.Is(err, ErrUniqueViolation):
 		return &Error{Code: CodeValidationFailed, Detail: "another resource already holds a value that must be unique",
 			Fields: []FieldError{{Field: "", Reason: "unique"}}, Err: err}
+	case errors.Is(err, ErrUnstorableText):
+		return &Error{Code: CodeValidationFailed, Detail: "a text value holds a character that cannot be stored",
+			Fields: []FieldError{{Field: "", Reason: "no NUL characters"}}, Err: err}
 	}
 	return err
+}
+
+// containsNUL reports whether a JSON body holds the escape \u0000 in a
+// string (a NUL character, which PostgreSQL text cannot store): an escape
+// is one preceded by an odd number of backslashes.
+func containsNUL(body []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(`u0000`))
+		if j < 0 {
+			return false
+		}
+		j += i
+		n := 0
+		for k := j - 1; k >= 0 && body[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 1 {
+			return true
+		}
+		i = j + 1
+	}
 }
 
 // etagMatches evaluates an If-Match field value (a list of strong entity

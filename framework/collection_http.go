@@ -92,6 +92,11 @@ func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, sta
 		c.fail(g, pattern, err)
 		return
 	}
+	if containsNUL(body) {
+		c.fail(g, pattern, &Error{Code: CodeValidationFailed, Detail: "a text value holds a NUL character, which cannot be stored",
+			Fields: []FieldError{{Field: "", Reason: "no NUL characters"}}})
+		return
+	}
 	res, err := c.Put(g.Request.Context(), req)
 	if err != nil {
 		c.fail(g, pattern, err)

@@ -60,6 +60,11 @@ type RowStore interface {
 // the row (a customer's email, say).
 var ErrUniqueViolation = errors.New("framework: a unique column already holds this value")
 
+// ErrUnstorableText is returned (wrapped) by the writing methods of
+// [RowStore] when the database refuses a text value it cannot store (a NUL
+// character in PostgreSQL text).
+var ErrUnstorableText = errors.New("framework: a text value cannot be stored")
+
 // RowKey names one resource row.
 type RowKey struct {
 	Table  string
@@ -288,8 +293,10 @@ func (w *stringWriter) WriteString(s string) (int, error) { *w = append(*w, s...
 func (w *stringWriter) WriteByte(c byte) error            { *w = append(*w, c); return nil }
 
 // uniqueViolation wraps err with ErrUniqueViolation when a unique index
-// refused the row: SQLSTATE 23505 on PostgreSQL, SQLITE_CONSTRAINT_UNIQUE
-// (2067) or _PRIMARYKEY (1555) on SQLite.
+// refused the row (SQLSTATE 23505 on PostgreSQL, SQLITE_CONSTRAINT_UNIQUE
+// (2067) or _PRIMARYKEY (1555) on SQLite), and with ErrUnstorableText when
+// PostgreSQL refused a text value (22021 character_not_in_repertoire,
+// 22P05 untranslatable_character).
 func uniqueViolation(err error) error {
 	var pgErr *pgconn.PgError
 	var sqlErr *sqlite.Error
@@ -297,6 +304,8 @@ func uniqueViolation(err error) error {
 	case errors.As(err, &pgErr) && pgErr.Code == "23505",
 		errors.As(err, &sqlErr) && (sqlErr.Code() == 2067 || sqlErr.Code() == 1555):
 		return errors.Join(ErrUniqueViolation, err)
+	case errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05"):
+		return errors.Join(ErrUnstorableText, err)
 	}
 	return err
 }

@@ -504,6 +504,8 @@ func TestOrderBadInputStoresNothing(t *testing.T) {
 			{"zero quantity", tokenAcme, orderPath(uuid.New()), orderBody(0, "1.00"), 400, "validation_failed"},
 			{"three decimals", tokenAcme, orderPath(uuid.New()), orderBody(1, "1.001"), 400, "validation_failed"},
 			{"negative price", tokenAcme, orderPath(uuid.New()), orderBody(1, "-1.00"), 400, "validation_failed"},
+			{"NUL in a text", tokenAcme, orderPath(uuid.New()), []byte(`{"customer":"a\u0000b","currency":"EUR","items":[{"sku":"s","quantity":1,"unit_price":"1"}]}`), 400, "validation_failed"},
+			{"NUL in a note", tokenAcme, orderPath(uuid.New()), []byte(`{"customer":"a","currency":"EUR","items":[{"sku":"s","quantity":1,"unit_price":"1"}],"note":"\\\u0000"}`), 400, "validation_failed"},
 			{"2 MiB body", tokenAcme, orderPath(uuid.New()), huge, 413, "payload_too_large"},
 			{"invalid UUID", tokenAcme, "/v1/orders/not-a-uuid", orderBody(1, "1"), 400, "invalid_resource_id"},
 			{"nil UUID", tokenAcme, orderPath(uuid.Nil), orderBody(1, "1"), 400, "invalid_resource_id"},

@@ -100,6 +100,12 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Di
 		if !errors.Is(err, framework.ErrUniqueViolation) {
 			t.Fatalf("a duplicate unique name = %v, want ErrUniqueViolation", err)
 		}
+		// A text the database cannot store (PostgreSQL: NUL) is refused as
+		// ErrUnstorableText, or stored.
+		_, err = rs.Insert(ctx, db.Gorm, framework.InsertRowParams{Table: "widgets", Row: widget("t1", uuid.New(), "nul\x00name", now)})
+		if err != nil && !errors.Is(err, framework.ErrUnstorableText) {
+			t.Fatalf("a NUL in a text = %v, want nil or ErrUnstorableText", err)
+		}
 	})
 
 	t.Run("ConcurrentInsertsOfOneKey", func(t *testing.T) {
