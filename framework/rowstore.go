@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"reflect"
 	"time"
 
 	sqlite "github.com/glebarez/go-sqlite"
@@ -31,7 +32,9 @@ type RowStore interface {
 	Insert(ctx context.Context, db *gorm.DB, p InsertRowParams) (bool, error)
 	// Read loads the row of p.Key into p.Dest (tombstones too unless
 	// p.LiveOnly), under a row lock when p.ForUpdate, and the child rows
-	// named in p.Preload. It reports false when there is no such row.
+	// named in p.Preload, which must be those of the version read (not of a
+	// replace that committed in between). It reports false when there is
+	// no such row.
 	Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (bool, error)
 	// Update writes every column of p.Row named in p.Columns to the live row
 	// of p.Key, only while its version is still p.Version (a fenced write).
@@ -51,7 +54,8 @@ type RowStore interface {
 	DeleteChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error
 	// List loads into p.Dest (a pointer to a slice) up to p.Limit live rows
 	// of p.Tenant matching p.Filters, newest first (created_at, id
-	// descending), after p.After when set.
+	// descending), after p.After when set, each with the child rows of the
+	// version read.
 	List(ctx context.Context, db *gorm.DB, p ListRowsParams) error
 }
 
@@ -196,20 +200,62 @@ func (s gormRowStore) Insert(ctx context.Context, db *gorm.DB, p InsertRowParams
 }
 
 func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (bool, error) {
-	q := db.WithContext(ctx).Table(p.Key.Table)
-	if p.ForUpdate {
-		q = s.dialect.LockRow(q)
+	for attempt := 0; ; attempt++ {
+		q := db.WithContext(ctx).Table(p.Key.Table)
+		if p.ForUpdate {
+			q = s.dialect.LockRow(q)
+		}
+		q = preload(q, p.Preload)
+		q = q.Where("tenant_id = ? AND id = ?", p.Key.Tenant, p.Key.ID)
+		if p.LiveOnly {
+			q = q.Where("deleted_at IS NULL")
+		}
+		err := q.Take(p.Dest).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return false, nil
+		}
+		if err != nil || len(p.Preload) == 0 || p.ForUpdate || attempt == 2 {
+			return err == nil, err
+		}
+		// The child rows were read by a second statement: a replace that
+		// committed between the two would pair this row with another
+		// version's children. Unchanged version, consistent read.
+		dest, ok := p.Dest.(Row)
+		if !ok {
+			return true, nil
+		}
+		row := dest.SystemColumns()
+		same, err := s.versionsUnchanged(ctx, db, p.Key.Table, p.Key.Tenant, map[uuid.UUID]int64{row.ID: row.Version})
+		if err != nil || same {
+			return err == nil, err
+		}
 	}
-	q = preload(q, p.Preload)
-	q = q.Where("tenant_id = ? AND id = ?", p.Key.Tenant, p.Key.ID)
-	if p.LiveOnly {
-		q = q.Where("deleted_at IS NULL")
+}
+
+// versionsUnchanged reports whether the rows of tenant named in versions
+// still have those versions.
+func (s gormRowStore) versionsUnchanged(ctx context.Context, db *gorm.DB, table, tenant string, versions map[uuid.UUID]int64) (bool, error) {
+	ids := make([]uuid.UUID, 0, len(versions))
+	for id := range versions {
+		ids = append(ids, id)
 	}
-	err := q.Take(p.Dest).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	var now []struct {
+		ID      uuid.UUID
+		Version int64
+	}
+	if err := db.WithContext(ctx).Table(table).Select("id, version").Where("tenant_id = ? AND id IN ?", tenant, ids).
+		Scan(&now).Error; err != nil {
+		return false, err
+	}
+	if len(now) != len(versions) {
 		return false, nil
 	}
-	return err == nil, err
+	for _, r := range now {
+		if versions[r.ID] != r.Version {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 func preload(q *gorm.DB, ps []Preload) *gorm.DB {
@@ -269,15 +315,37 @@ func (s gormRowStore) DeleteChildren(ctx context.Context, db *gorm.DB, p ChildRo
 }
 
 func (s gormRowStore) List(ctx context.Context, db *gorm.DB, p ListRowsParams) error {
-	q := preload(db.WithContext(ctx).Table(p.Table), p.Preload).
-		Where("tenant_id = ? AND deleted_at IS NULL", p.Tenant)
-	for _, f := range p.Filters {
-		q = q.Where(clause.Eq{Column: clause.Column{Name: f.Column}, Value: f.Value})
+	for attempt := 0; ; attempt++ {
+		q := preload(db.WithContext(ctx).Table(p.Table), p.Preload).
+			Where("tenant_id = ? AND deleted_at IS NULL", p.Tenant)
+		for _, f := range p.Filters {
+			q = q.Where(clause.Eq{Column: clause.Column{Name: f.Column}, Value: f.Value})
+		}
+		if p.After != nil {
+			q = q.Where("(created_at, id) < (?, ?)", p.After.CreatedAt, p.After.ID)
+		}
+		if err := q.Order("created_at DESC, id DESC").Limit(p.Limit).Find(p.Dest).Error; err != nil {
+			return err
+		}
+		rows := reflect.ValueOf(p.Dest).Elem()
+		if len(p.Preload) == 0 || rows.Len() == 0 || attempt == 2 {
+			return nil
+		}
+		// As in Read: the page's child rows must belong to the versions read.
+		versions := make(map[uuid.UUID]int64, rows.Len())
+		for i := range rows.Len() {
+			r, ok := rows.Index(i).Addr().Interface().(Row)
+			if !ok {
+				return nil
+			}
+			versions[r.SystemColumns().ID] = r.SystemColumns().Version
+		}
+		same, err := s.versionsUnchanged(ctx, db, p.Table, p.Tenant, versions)
+		if err != nil || same {
+			return err
+		}
+		rows.SetLen(0)
 	}
-	if p.After != nil {
-		q = q.Where("(created_at, id) < (?, ?)", p.After.CreatedAt, p.After.ID)
-	}
-	return q.Order("created_at DESC, id DESC").Limit(p.Limit).Find(p.Dest).Error
 }
 
 // quote quotes an identifier in the dialect of db.
