@@ -1,20 +1,18 @@
 package framework
 
 import (
+	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"strconv"
+	"reflect"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 // Mode says what a PUT with a different body does to an existing resource.
@@ -29,28 +27,19 @@ const (
 	CreateOnly
 )
 
-// Meta is what the engine keeps about a resource besides its command.
-type Meta struct {
-	Tenant    string
-	ID        uuid.UUID
-	Version   int64
-	Status    string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
-// Resource declares a PUT resource over a command type T, the typed request
-// body with validate tags (and optionally [Defaulter], [Checker],
-// [Normalizer]).
-type Resource[T any] struct {
+// Resource declares a PUT resource: Cmd is the typed request body (validate
+// tags, optionally [Defaulter], [Checker], [Normalizer]) and Model the
+// application's gorm model, a struct embedding [System] with typed business
+// columns and, where the domain has them, has-many child rows. Cmd and Model
+// may be one struct.
+type Resource[Cmd, Model any] struct {
 	// Name is the URL segment and the operation name in fingerprints
 	// ("orders"). Required.
 	Name string
 	// Singular names one resource in problem details ("no such order").
 	// Defaults to Name without a trailing "s".
 	Singular string
-	// Table is the resource table, which has the engine's column shape (see
-	// the migrations). Defaults to Name.
+	// Table is the resource table. Defaults to the model's gorm table name.
 	Table string
 	// BasePath is the path the collection is mounted under, used for
 	// Location headers. Defaults to "/v1/" + Name.
@@ -59,40 +48,91 @@ type Resource[T any] struct {
 	Mode Mode
 	// InitialStatus is the status of a new resource. Defaults to "active".
 	InitialStatus string
-	// RenderFunc builds the representation from the stored command and its
-	// metadata. Required.
-	RenderFunc func(cmd T, m Meta) any
-	// ReplaceGuardFunc, when set, is asked before a replace; an error (for
-	// example [ErrResourceLocked]) refuses it. Runs under the row lock.
-	ReplaceGuardFunc func(m Meta) error
+	// ModelFunc fills the business columns and child rows of m from the
+	// validated, normalized command; m's [System] columns are the engine's.
+	// It must depend on cmd alone. Required unless Cmd and Model are one
+	// type, in which case the command is the model.
+	ModelFunc func(cmd *Cmd, m *Model)
+	// RenderFunc builds the representation of a resource from its row (with
+	// its child rows). Defaults to the model's JSON preceded by id, status,
+	// version, created_at and updated_at.
+	RenderFunc func(m *Model) any
+	// ReplaceGuardFunc, when set, is asked before a replace with the current
+	// row (without child rows); an error (for example [ErrResourceLocked])
+	// refuses it. Runs under the row lock.
+	ReplaceGuardFunc func(m *Model) error
 	// OnCreateFunc, when set, runs inside the insert's transaction, only
 	// when the insert happened: outbox events and audit rows written on tx
 	// commit or roll back with the resource.
-	OnCreateFunc func(ctx context.Context, tx *gorm.DB, cmd T, m Meta) error
+	OnCreateFunc func(ctx context.Context, tx *gorm.DB, c Change[Model]) error
+	// OnReplaceFunc, when set, runs inside a replace's transaction after the
+	// row and its child rows were written, only when the replace happened
+	// (never for a replay, a convergence or a refusal).
+	OnReplaceFunc func(ctx context.Context, tx *gorm.DB, c Change[Model]) error
+	// OnStatusFunc, when set, runs inside [Collection.SetStatusTx]'s
+	// transaction, only when the status actually changed.
+	OnStatusFunc func(ctx context.Context, tx *gorm.DB, c Change[Model]) error
+	// Children names the model's has-many associations stored with the
+	// resource (an order's items), each with the ORDER BY of its rows. Their
+	// gorm foreign keys must be tenant_id and a column referencing id. They
+	// are inserted in the insert's transaction, deleted and inserted again
+	// by a replace, and loaded by GET and lists. Defaults to none.
+	Children []Preload
+	// Filters names the columns a list may be filtered on by equality
+	// (?status=draft); the query parameter is the column name. Each must be
+	// backed by an index starting with tenant_id. Defaults to none.
+	Filters []string
 	// SemanticHeaders names request headers that change the meaning of a
 	// command (an API version, say); their values join the fingerprint.
 	SemanticHeaders []string
 	// Volatile lists dotted JSON paths of command fields left out of the
 	// fingerprint.
 	Volatile []string
+	// Rows is the SQL seam of the resource table. Defaults to
+	// [NewRowStore] for the engine's dialect.
+	Rows RowStore
+}
+
+// Change is what the write hooks ([Resource.OnCreateFunc],
+// [Resource.OnReplaceFunc], [Resource.OnStatusFunc]) receive: the row as
+// written (with its child rows) and the representation the reply carries.
+type Change[Model any] struct {
+	Model          *Model
+	Representation []byte
 }
 
 // Collection serves one [Resource] on an [Engine].
-type Collection[T any] struct {
-	engine *Engine
-	res    Resource[T]
+type Collection[Cmd, Model any] struct {
+	engine   *Engine
+	res      Resource[Cmd, Model]
+	rows     RowStore
+	children []child
+	// updateColumns are the columns a replace writes: all but the key,
+	// created_at, create_fingerprint and deleted_at.
+	updateColumns []string
 }
 
-// NewCollection validates r and returns its collection.
-func NewCollection[T any](e *Engine, r Resource[T]) (*Collection[T], error) {
+// child is a has-many association of the model, resolved by gorm's schema.
+type child struct {
+	Preload
+	rel   *schema.Relationship
+	table ChildTable
+}
+
+// NewCollection validates r against its model's gorm schema and returns
+// its collection.
+func NewCollection[Cmd, Model any](e *Engine, r Resource[Cmd, Model]) (*Collection[Cmd, Model], error) {
 	if e == nil {
 		return nil, errors.New("framework: NewCollection needs an engine")
 	}
 	if r.Name == "" || strings.ContainsAny(r.Name, "/ ") {
 		return nil, fmt.Errorf("framework: resource name %q is not a path segment", r.Name)
 	}
-	if r.RenderFunc == nil {
-		return nil, fmt.Errorf("framework: resource %q has no RenderFunc", r.Name)
+	if _, ok := any(new(Model)).(Row); !ok {
+		return nil, fmt.Errorf("framework: resource %q: the model %s does not embed framework.System", r.Name, reflect.TypeFor[Model]())
+	}
+	if r.ModelFunc == nil && reflect.TypeFor[Cmd]() != reflect.TypeFor[Model]() {
+		return nil, fmt.Errorf("framework: resource %q: the command is not the model, so it needs a ModelFunc", r.Name)
 	}
 	if r.Mode != CreateOrReplace && r.Mode != CreateOnly {
 		return nil, fmt.Errorf("framework: resource %q has an unknown mode", r.Name)
@@ -100,8 +140,12 @@ func NewCollection[T any](e *Engine, r Resource[T]) (*Collection[T], error) {
 	if r.Singular == "" {
 		r.Singular = strings.TrimSuffix(r.Name, "s")
 	}
+	stmt := &gorm.Statement{DB: e.db.Gorm}
+	if err := stmt.Parse(new(Model)); err != nil {
+		return nil, fmt.Errorf("framework: resource %q: %w", r.Name, err)
+	}
 	if r.Table == "" {
-		r.Table = r.Name
+		r.Table = stmt.Schema.Table
 	}
 	if r.BasePath == "" {
 		r.BasePath = "/v1/" + r.Name
@@ -109,47 +153,62 @@ func NewCollection[T any](e *Engine, r Resource[T]) (*Collection[T], error) {
 	if r.InitialStatus == "" {
 		r.InitialStatus = "active"
 	}
-	return &Collection[T]{engine: e, res: r}, nil
-}
-
-// row is the engine's column shape of every resource table.
-type row struct {
-	TenantID          string     `gorm:"column:tenant_id;primaryKey"`
-	ID                string     `gorm:"column:id;primaryKey"`
-	Version           int64      `gorm:"column:version"`
-	Status            string     `gorm:"column:status"`
-	Body              string     `gorm:"column:body"`
-	CreateFingerprint string     `gorm:"column:create_fingerprint"`
-	Fingerprint       string     `gorm:"column:fingerprint"`
-	CreatedAt         time.Time  `gorm:"column:created_at"`
-	UpdatedAt         time.Time  `gorm:"column:updated_at"`
-	DeletedAt         *time.Time `gorm:"column:deleted_at"`
-}
-
-func (r *row) meta() (Meta, error) {
-	id, err := uuid.Parse(r.ID)
-	if err != nil {
-		return Meta{}, err
+	if r.Rows == nil {
+		r.Rows = NewRowStore(e.db.Dialect)
 	}
-	return Meta{Tenant: r.TenantID, ID: id, Version: r.Version, Status: r.Status,
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}, nil
+	c := &Collection[Cmd, Model]{engine: e, res: r, rows: r.Rows}
+	for _, name := range stmt.Schema.DBNames {
+		switch name {
+		case "tenant_id", "id", "created_at", "create_fingerprint", "deleted_at":
+		default:
+			c.updateColumns = append(c.updateColumns, name)
+		}
+	}
+	for _, f := range r.Filters {
+		if !slices.Contains(stmt.Schema.DBNames, f) {
+			return nil, fmt.Errorf("framework: resource %q: filter %q is not a column of %s", r.Name, f, r.Table)
+		}
+	}
+	for _, p := range r.Children {
+		ch, err := resolveChild(stmt.Schema, p)
+		if err != nil {
+			return nil, fmt.Errorf("framework: resource %q: %w", r.Name, err)
+		}
+		c.children = append(c.children, ch)
+	}
+	return c, nil
 }
 
-// etag is strong: it changes with every write (version) and differs between
-// incarnations of one ID (fingerprint prefix).
-func (r *row) etag() string {
-	fp := r.Fingerprint
-	if i := strings.IndexByte(fp, ':'); i >= 0 && len(fp) >= i+9 {
-		fp = fp[i+1 : i+9]
+func resolveChild(s *schema.Schema, p Preload) (child, error) {
+	rel, ok := s.Relationships.Relations[p.Field]
+	if !ok || rel.Type != schema.HasMany {
+		return child{}, fmt.Errorf("child rows %q: not a has-many association of %s", p.Field, s.Name)
 	}
-	return `"` + strconv.FormatInt(r.Version, 10) + "-" + fp + `"`
+	ch := child{Preload: p, rel: rel, table: ChildTable{Table: rel.FieldSchema.Table}}
+	tenant := false
+	for _, ref := range rel.References {
+		switch {
+		case ref.PrimaryKey == nil:
+		case ref.PrimaryKey.DBName == "tenant_id" && ref.ForeignKey.DBName == "tenant_id":
+			tenant = true
+		case ref.PrimaryKey.DBName == "id":
+			ch.table.ParentColumn = ref.ForeignKey.DBName
+		}
+	}
+	if !tenant || ch.table.ParentColumn == "" {
+		return child{}, fmt.Errorf(`child rows %q: the association needs gorm:"foreignKey:TenantID,<ParentID>;references:TenantID,ID"`, p.Field)
+	}
+	if p.OrderBy == "" {
+		return child{}, fmt.Errorf("child rows %q: OrderBy is required", p.Field)
+	}
+	return ch, nil
 }
 
 // PutRequest is one PUT of a command to a resource ID.
-type PutRequest[T any] struct {
+type PutRequest[Cmd any] struct {
 	Tenant  string
 	ID      uuid.UUID
-	Command T
+	Command Cmd
 	// Header carries the conditional headers (If-Match, If-None-Match) and
 	// the resource's semantic headers.
 	Header http.Header
@@ -170,22 +229,78 @@ type Result struct {
 	Outcome string
 }
 
-func (c *Collection[T]) location(id uuid.UUID) string { return c.res.BasePath + "/" + id.String() }
+func (c *Collection[Cmd, Model]) location(id uuid.UUID) string {
+	return c.res.BasePath + "/" + id.String()
+}
 
-func (c *Collection[T]) fingerprint(req PutRequest[T]) (Fingerprint, error) {
-	return ComputeFingerprint(FingerprintInput{
+func (c *Collection[Cmd, Model]) key(tenant string, id uuid.UUID) RowKey {
+	return RowKey{Table: c.res.Table, Tenant: tenant, ID: id}
+}
+
+// put is one PUT, prepared: the command mapped onto a model, fingerprinted.
+type put[Model any] struct {
+	state putState
+	key   RowKey
+	model *Model
+}
+
+func (c *Collection[Cmd, Model]) prepare(req *PutRequest[Cmd]) (put[Model], error) {
+	if req.ID == uuid.Nil {
+		return put[Model]{}, Errorf(CodeInvalidResourceID, "the resource ID must be a non-nil UUID")
+	}
+	fp, err := ComputeFingerprint(FingerprintInput{
 		Tenant: req.Tenant, Operation: c.res.Name,
 		PathParams: map[string]string{"id": req.ID.String()},
 		Headers:    SemanticHeaders(req.Header, c.res.SemanticHeaders), Command: req.Command, Volatile: c.res.Volatile,
 	})
+	if err != nil {
+		return put[Model]{}, err
+	}
+	var m *Model
+	if c.res.ModelFunc == nil {
+		m = any(&req.Command).(*Model)
+	} else {
+		m = new(Model)
+		c.res.ModelFunc(&req.Command, m)
+	}
+	return put[Model]{
+		key:   c.key(req.Tenant, req.ID),
+		model: m,
+		state: putState{
+			Fingerprint:     fp.String(),
+			IfMatch:         req.Header.Get("If-Match"),
+			IfNoneMatchStar: strings.TrimSpace(req.Header.Get("If-None-Match")) == "*",
+			KeyReuse:        req.keyReuse,
+			Mode:            c.res.Mode,
+			Now:             c.engine.Now(),
+			Retention:       c.engine.retention,
+		},
+	}, nil
 }
 
-// Put creates, converges on or replaces the resource in its own transaction.
-func (c *Collection[T]) Put(ctx context.Context, req PutRequest[T]) (Result, error) {
+// Put creates, converges on or replaces the resource. The row is read first
+// without a transaction: a replay, a convergence or a refusal is answered
+// from that one read. Only a miss or a replace opens a write transaction.
+func (c *Collection[Cmd, Model]) Put(ctx context.Context, req PutRequest[Cmd]) (Result, error) {
+	p, err := c.prepare(&req)
+	if err != nil {
+		return Result{}, err
+	}
+	cur := new(Model)
+	found, err := c.rows.Read(ctx, c.engine.db.Gorm, ReadRowParams{Key: p.key, Dest: cur})
+	if err != nil {
+		return Result{}, c.engine.db.Classify(err)
+	}
+	d := c.decide(&p, found, cur, false, false)
+	switch d.Action {
+	case actReply, actReplyCurrent, actRefuse:
+		res, err := c.reply(ctx, c.engine.db.Gorm, &p, d, cur)
+		return res, c.engine.db.Classify(err)
+	}
 	var res Result
-	err := c.engine.db.Write(ctx, func(tx *gorm.DB) error {
+	err = c.engine.db.Write(ctx, func(tx *gorm.DB) error {
 		var err error
-		res, err = c.PutTx(ctx, tx, req)
+		res, err = c.putTx(ctx, tx, &p, d.Action == actLock)
 		return err
 	})
 	return res, err
@@ -193,294 +308,268 @@ func (c *Collection[T]) Put(ctx context.Context, req PutRequest[T]) (Result, err
 
 // PutTx is [Collection.Put] inside the caller's transaction tx, so that the
 // caller's own rows commit together with the resource.
-func (c *Collection[T]) PutTx(ctx context.Context, tx *gorm.DB, req PutRequest[T]) (Result, error) {
-	if req.ID == uuid.Nil {
-		return Result{}, Errorf(CodeInvalidResourceID, "the resource ID must be a non-nil UUID")
-	}
-	fp, err := c.fingerprint(req)
+func (c *Collection[Cmd, Model]) PutTx(ctx context.Context, tx *gorm.DB, req PutRequest[Cmd]) (Result, error) {
+	p, err := c.prepare(&req)
 	if err != nil {
 		return Result{}, err
 	}
-	body, err := json.Marshal(req.Command)
-	if err != nil {
-		return Result{}, err
-	}
-	ifMatch := req.Header.Get("If-Match")
-	ifNoneMatchStar := strings.TrimSpace(req.Header.Get("If-None-Match")) == "*"
-	now := c.engine.Now()
-	tx = tx.WithContext(ctx)
+	return c.putTx(ctx, tx, &p, false)
+}
 
-	// Replays, convergence and refusals only read: the row is locked (SELECT
-	// … FOR UPDATE) only once a replace is decided, and then re-evaluated
-	// under the lock. A replayed PUT thus writes nothing, not even a lock.
-	locked, purged := false, false
+func (c *Collection[Cmd, Model]) decide(p *put[Model], found bool, cur *Model, locked, purged bool) putDecision {
+	s := p.state
+	s.Exists, s.Locked, s.Purged = found, locked, purged
+	if found {
+		sys := any(cur).(Row).SystemColumns()
+		sys.normalize()
+		s.Row = *sys
+	}
+	return decidePut(s)
+}
+
+// putTx inserts first (unless If-Match asks for an existing row or locked
+// says a replace is already decided), then reads and carries out
+// [decidePut]'s decision. Replays and refusals only read; the row is
+// locked only once a replace is decided, and decided again under the lock.
+func (c *Collection[Cmd, Model]) putTx(ctx context.Context, tx *gorm.DB, p *put[Model], locked bool) (Result, error) {
+	purged := false
 	for range 4 {
-		if ifMatch == "" && !locked {
-			fresh := row{TenantID: req.Tenant, ID: req.ID.String(), Version: 1, Status: c.res.InitialStatus,
-				Body: string(body), CreateFingerprint: fp.String(), Fingerprint: fp.String(), CreatedAt: now, UpdatedAt: now}
-			ins := tx.Table(c.res.Table).Clauses(clause.OnConflict{DoNothing: true}).Create(&fresh)
-			if ins.Error != nil {
-				return Result{}, ins.Error
-			}
-			if ins.RowsAffected == 1 {
-				return c.created(ctx, tx, req, &fresh)
+		if p.state.IfMatch == "" && !locked {
+			if res, inserted, err := c.insert(ctx, tx, p); err != nil || inserted {
+				return res, err
 			}
 		}
-		q := tx.Table(c.res.Table)
-		if locked {
-			q = c.engine.db.Dialect.LockRow(q)
-		}
-		var cur row
-		err := q.Where("tenant_id = ? AND id = ?", req.Tenant, req.ID.String()).Take(&cur).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			if ifMatch != "" {
-				return Result{}, Errorf(CodePreconditionFailed, "If-Match given but the resource does not exist")
-			}
-			locked = false // an expired tombstone was purged meanwhile: insert again
-			continue
-		}
+		cur := new(Model)
+		found, err := c.rows.Read(ctx, tx, ReadRowParams{Key: p.key, Dest: cur, ForUpdate: locked})
 		if err != nil {
 			return Result{}, err
 		}
-		if cur.DeletedAt != nil {
-			if c.engine.retention.TombstoneLive(*cur.DeletedAt, now) || purged {
-				return Result{}, Errorf(CodeResourceDeleted, "the resource was deleted; its ID cannot be used again")
-			}
-			// The tombstone is past retention: the ID is free again.
-			if err := tx.Table(c.res.Table).Where("tenant_id = ? AND id = ? AND deleted_at IS NOT NULL", req.Tenant, req.ID.String()).
-				Delete(&row{}).Error; err != nil {
+		d := c.decide(p, found, cur, locked, purged)
+		switch d.Action {
+		case actInsert: // an expired tombstone was purged meanwhile
+			locked = false
+		case actPurge:
+			if _, err := c.rows.PurgeTombstone(ctx, tx, PurgeParams{Key: p.key, Children: c.childTables()}); err != nil {
 				return Result{}, err
 			}
 			purged, locked = true, false
-			continue
-		}
-		res, err := c.existing(ctx, tx, req, fp, body, ifMatch, ifNoneMatchStar, &cur, now, locked)
-		if errors.Is(err, errNeedsLock) {
+		case actLock:
 			locked = true
-			continue
+		case actReplace:
+			return c.replace(ctx, tx, p, cur)
+		default:
+			return c.reply(ctx, tx, p, d, cur)
 		}
-		return res, err
 	}
 	return Result{}, Errorf(CodeRequestInProgress, "the resource changed concurrently; retry")
 }
 
-// errNeedsLock asks PutTx to read the row again under a row lock.
-var errNeedsLock = errors.New("framework: replace needs the row lock")
+func (c *Collection[Cmd, Model]) childTables() []ChildTable {
+	out := make([]ChildTable, len(c.children))
+	for i, ch := range c.children {
+		out[i] = ch.table
+	}
+	return out
+}
 
-func (c *Collection[T]) created(ctx context.Context, tx *gorm.DB, req PutRequest[T], r *row) (Result, error) {
-	m, err := r.meta()
+// insert tries the INSERT … ON CONFLICT DO NOTHING; when it happened it
+// writes the child rows, renders the representation once and runs the
+// creation hook with it.
+func (c *Collection[Cmd, Model]) insert(ctx context.Context, tx *gorm.DB, p *put[Model]) (Result, bool, error) {
+	sys := any(p.model).(Row).SystemColumns()
+	*sys = System{TenantID: p.key.Tenant, ID: p.key.ID, Version: 1, Status: c.res.InitialStatus,
+		CreateFingerprint: p.state.Fingerprint, Fingerprint: p.state.Fingerprint, CreatedAt: p.state.Now, UpdatedAt: p.state.Now}
+	inserted, err := c.rows.Insert(ctx, tx, InsertRowParams{Table: p.key.Table, Row: p.model})
+	if err != nil || !inserted {
+		return Result{}, false, uniqueProblem(err)
+	}
+	if err := c.insertChildren(ctx, tx, p.model); err != nil {
+		return Result{}, false, err
+	}
+	body, err := c.render(p.model)
 	if err != nil {
-		return Result{}, err
+		return Result{}, false, err
 	}
 	if c.res.OnCreateFunc != nil {
-		if err := c.res.OnCreateFunc(ctx, tx, req.Command, m); err != nil {
-			return Result{}, err
+		if err := c.res.OnCreateFunc(ctx, tx, Change[Model]{Model: p.model, Representation: body}); err != nil {
+			return Result{}, false, err
 		}
 	}
-	return c.result(http.StatusCreated, req.Command, r, false, OutcomeExecuted)
+	return Result{Status: http.StatusCreated, Body: body, ETag: sys.ETag(), Location: c.location(sys.ID), Outcome: OutcomeExecuted}, true, nil
 }
 
-func (c *Collection[T]) existing(ctx context.Context, tx *gorm.DB, req PutRequest[T], fp Fingerprint, body []byte,
-	ifMatch string, ifNoneMatchStar bool, cur *row, now time.Time, locked bool) (Result, error) {
-	stored, err := c.decode(cur)
-	if err != nil {
-		return Result{}, err
+// insertChildren sets the keys of m's child rows from m and inserts them.
+func (c *Collection[Cmd, Model]) insertChildren(ctx context.Context, tx *gorm.DB, m *Model) error {
+	if len(c.children) == 0 {
+		return nil
 	}
-	same := cur.Fingerprint == fp.String()
-	switch {
-	case ifNoneMatchStar:
-		if cur.CreateFingerprint == fp.String() {
-			return c.result(http.StatusCreated, stored, cur, true, OutcomeReplayed)
+	rv := reflect.ValueOf(m).Elem()
+	sys := any(m).(Row).SystemColumns()
+	for _, ch := range c.children {
+		rows := ch.rel.Field.ReflectValueOf(ctx, rv)
+		if rows.Len() == 0 {
+			continue
 		}
-		if req.keyReuse {
-			return Result{}, Errorf(CodeIdempotencyKeyReuse, "this key was used with a different request")
+		for i := range rows.Len() {
+			elem := rows.Index(i)
+			for _, ref := range ch.rel.References {
+				if ref.PrimaryKey == nil {
+					continue
+				}
+				v, _ := ref.PrimaryKey.ValueOf(ctx, rv)
+				if err := ref.ForeignKey.Set(ctx, elem, v); err != nil {
+					return err
+				}
+			}
 		}
-		return Result{}, Errorf(CodePreconditionFailed, "If-None-Match: * given but the resource exists with a different creating request")
-	case ifMatch != "" && !etagMatches(ifMatch, cur.etag()):
-		return Result{}, Errorf(CodePreconditionFailed, "If-Match does not match the current ETag %s", cur.etag())
-	case same:
-		switch {
-		case cur.Version == 1 && c.engine.retention.InReplayWindow(cur.CreatedAt, now):
-			return c.result(http.StatusCreated, stored, cur, true, OutcomeReplayed)
-		case c.engine.retention.InReplayWindow(cur.UpdatedAt, now):
-			return c.result(http.StatusOK, stored, cur, true, OutcomeReplayed)
-		default:
-			return c.result(http.StatusOK, stored, cur, false, OutcomeConverged)
+		if err := c.rows.InsertChildren(ctx, tx, ChildRowsParams{ChildTable: ch.table, Tenant: sys.TenantID,
+			ParentID: sys.ID, Rows: rows.Addr().Interface()}); err != nil {
+			return uniqueProblem(err)
 		}
-	case c.res.Mode == CreateOnly:
-		return Result{}, Errorf(CodeIdempotencyKeyReuse, "the resource exists with a different body and cannot be replaced")
-	case !locked:
-		return Result{}, errNeedsLock
 	}
-	m, err := cur.meta()
-	if err != nil {
-		return Result{}, err
-	}
+	return nil
+}
+
+// replace writes p's model over the locked row cur, fenced on its version,
+// and replaces its child rows.
+func (c *Collection[Cmd, Model]) replace(ctx context.Context, tx *gorm.DB, p *put[Model], cur *Model) (Result, error) {
 	if c.res.ReplaceGuardFunc != nil {
-		if err := c.res.ReplaceGuardFunc(m); err != nil {
+		if err := c.res.ReplaceGuardFunc(cur); err != nil {
 			return Result{}, err
 		}
 	}
-	next := *cur
-	next.Version, next.Body, next.Fingerprint, next.UpdatedAt = cur.Version+1, string(body), fp.String(), now
-	upd := tx.Table(c.res.Table).Where("tenant_id = ? AND id = ? AND version = ?", cur.TenantID, cur.ID, cur.Version).
-		Updates(map[string]any{"version": next.Version, "body": next.Body, "fingerprint": next.Fingerprint, "updated_at": now})
-	if upd.Error != nil {
-		return Result{}, upd.Error
+	old := any(cur).(Row).SystemColumns()
+	sys := any(p.model).(Row).SystemColumns()
+	*sys = *old
+	sys.Version, sys.Fingerprint, sys.UpdatedAt = old.Version+1, p.state.Fingerprint, p.state.Now
+	ok, err := c.rows.Update(ctx, tx, UpdateRowParams{Key: p.key, Version: old.Version, Row: p.model, Columns: c.updateColumns})
+	if err != nil {
+		return Result{}, uniqueProblem(err)
 	}
-	if upd.RowsAffected != 1 {
+	if !ok {
 		return Result{}, Errorf(CodeRequestInProgress, "the resource changed concurrently")
 	}
-	return c.result(http.StatusOK, req.Command, &next, false, OutcomeExecuted)
-}
-
-func (c *Collection[T]) decode(r *row) (T, error) {
-	var cmd T
-	err := json.Unmarshal([]byte(r.Body), &cmd)
-	return cmd, err
-}
-
-func (c *Collection[T]) result(status int, cmd T, r *row, replayed bool, outcome string) (Result, error) {
-	m, err := r.meta()
+	for _, ch := range c.children {
+		if err := c.rows.DeleteChildren(ctx, tx, ChildRowsParams{ChildTable: ch.table, Tenant: sys.TenantID, ParentID: sys.ID}); err != nil {
+			return Result{}, err
+		}
+	}
+	if err := c.insertChildren(ctx, tx, p.model); err != nil {
+		return Result{}, err
+	}
+	body, err := c.render(p.model)
 	if err != nil {
 		return Result{}, err
 	}
-	body, err := json.Marshal(c.res.RenderFunc(cmd, m))
+	if c.res.OnReplaceFunc != nil {
+		if err := c.res.OnReplaceFunc(ctx, tx, Change[Model]{Model: p.model, Representation: body}); err != nil {
+			return Result{}, err
+		}
+	}
+	return Result{Status: http.StatusOK, Body: body, ETag: sys.ETag(), Outcome: OutcomeExecuted}, nil
+}
+
+// reply answers a decision that writes nothing. A replay or convergence of
+// the current body takes the child rows from the request's own model: its
+// fingerprint is the stored one, so they are the stored rows. Only a
+// replay of a create after a later replace reads them.
+func (c *Collection[Cmd, Model]) reply(ctx context.Context, db *gorm.DB, p *put[Model], d putDecision, cur *Model) (Result, error) {
+	switch d.Action {
+	case actRefuse:
+		return Result{}, d.Err
+	case actReplyCurrent:
+		if len(c.children) > 0 {
+			cur = new(Model)
+			found, err := c.rows.Read(ctx, db, ReadRowParams{Key: p.key, Dest: cur, Preload: c.preloads()})
+			if err != nil {
+				return Result{}, err
+			}
+			if !found {
+				return Result{}, Errorf(CodeRequestInProgress, "the resource changed concurrently; retry")
+			}
+			any(cur).(Row).SystemColumns().normalize()
+		}
+	default:
+		if len(c.children) > 0 {
+			dst, src := reflect.ValueOf(cur).Elem(), reflect.ValueOf(p.model).Elem()
+			for _, ch := range c.children {
+				ch.rel.Field.ReflectValueOf(ctx, dst).Set(ch.rel.Field.ReflectValueOf(ctx, src))
+			}
+		}
+	}
+	sys := any(cur).(Row).SystemColumns()
+	body, err := c.render(cur)
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Status: status, Body: body, ETag: r.etag(), Replayed: replayed, Outcome: outcome}
-	if status == http.StatusCreated {
-		res.Location = c.location(m.ID)
+	res := Result{Status: d.Status, Body: body, ETag: sys.ETag(), Replayed: d.Replayed, Outcome: d.Outcome}
+	if d.Status == http.StatusCreated {
+		res.Location = c.location(sys.ID)
 	}
 	return res, nil
 }
 
-// etagMatches evaluates an If-Match field value (a list of strong ETags or *).
-func etagMatches(field, current string) bool {
+func (c *Collection[Cmd, Model]) preloads() []Preload {
+	out := make([]Preload, len(c.children))
+	for i, ch := range c.children {
+		out[i] = ch.Preload
+	}
+	return out
+}
+
+// uniqueProblem turns a unique violation of a business column, or a text
+// the database cannot store, into a validation_failed problem: the request
+// cannot succeed as it is.
+func uniqueProblem(err error) error {
+	switch {
+	case errors.Is(err, ErrUniqueViolation):
+		return &Error{Code: CodeValidationFailed, Detail: "another resource already holds a value that must be unique",
+			Fields: []FieldError{{Field: "", Reason: "unique"}}, Err: err}
+	case errors.Is(err, ErrUnstorableText):
+		return &Error{Code: CodeValidationFailed, Detail: "a text value holds a character that cannot be stored",
+			Fields: []FieldError{{Field: "", Reason: "no NUL characters"}}, Err: err}
+	}
+	return err
+}
+
+// containsNUL reports whether a JSON body holds the escape \u0000 in a
+// string (a NUL character, which PostgreSQL text cannot store): an escape
+// is one preceded by an odd number of backslashes.
+func containsNUL(body []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(`u0000`))
+		if j < 0 {
+			return false
+		}
+		j += i
+		n := 0
+		for k := j - 1; k >= 0 && body[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 1 {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+// etagMatches evaluates an If-Match field value (a list of strong entity
+// tags or *) with the strong comparison of RFC 9110.
+func etagMatches(field, current string) bool { return matchETag(field, current, false) }
+
+// etagMatchesWeak evaluates an If-None-Match field value: weak tags (W/"…")
+// compare by their opaque part.
+func etagMatchesWeak(field, current string) bool { return matchETag(field, current, true) }
+
+func matchETag(field, current string, weak bool) bool {
 	for tag := range strings.SplitSeq(field, ",") {
 		tag = strings.TrimSpace(tag)
+		if weak {
+			tag = strings.TrimPrefix(tag, "W/")
+		}
 		if tag == "*" || tag == current {
 			return true
 		}
 	}
 	return false
-}
-
-// Get returns the live resource's representation and ETag.
-func (c *Collection[T]) Get(ctx context.Context, tenant string, id uuid.UUID) (Result, error) {
-	var r row
-	err := c.engine.db.Gorm.WithContext(ctx).Table(c.res.Table).
-		Where("tenant_id = ? AND id = ? AND deleted_at IS NULL", tenant, id.String()).Take(&r).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Result{}, Errorf(CodeNotFound, "no such %s", c.res.Singular)
-	}
-	if err != nil {
-		return Result{}, c.engine.db.Classify(err)
-	}
-	cmd, err := c.decode(&r)
-	if err != nil {
-		return Result{}, err
-	}
-	return c.result(http.StatusOK, cmd, &r, false, "")
-}
-
-// Delete tombstones the resource: GET answers 404 from now on and a PUT to
-// its ID 410 for the tombstone retention.
-func (c *Collection[T]) Delete(ctx context.Context, tenant string, id uuid.UUID) error {
-	now := c.engine.Now()
-	res := c.engine.db.Gorm.WithContext(ctx).Table(c.res.Table).
-		Where("tenant_id = ? AND id = ? AND deleted_at IS NULL", tenant, id.String()).
-		Updates(map[string]any{"deleted_at": now, "updated_at": now, "version": gorm.Expr("version + 1")})
-	if res.Error != nil {
-		return c.engine.db.Classify(res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return Errorf(CodeNotFound, "no such %s", c.res.Singular)
-	}
-	c.engine.logger.LogAttrs(ctx, slog.LevelInfo, "resource deleted",
-		slog.String("tenant", tenant), slog.String("resource", c.res.Name), slog.String("id", id.String()))
-	return nil
-}
-
-// SetStatus moves a live resource to status (for example an order from
-// draft to submitted), bumping its version. The replace guard sees the new
-// status from then on.
-func (c *Collection[T]) SetStatus(ctx context.Context, tenant string, id uuid.UUID, status string) (Result, error) {
-	var out Result
-	err := c.engine.db.Write(ctx, func(tx *gorm.DB) error {
-		var r row
-		err := c.engine.db.Dialect.LockRow(tx.Table(c.res.Table)).
-			Where("tenant_id = ? AND id = ? AND deleted_at IS NULL", tenant, id.String()).Take(&r).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return Errorf(CodeNotFound, "no such %s", c.res.Singular)
-		}
-		if err != nil {
-			return err
-		}
-		if r.Status != status {
-			r.Status, r.Version, r.UpdatedAt = status, r.Version+1, c.engine.Now()
-			if err := tx.Table(c.res.Table).Where("tenant_id = ? AND id = ?", tenant, r.ID).
-				Updates(map[string]any{"status": r.Status, "version": r.Version, "updated_at": r.UpdatedAt}).Error; err != nil {
-				return err
-			}
-		}
-		cmd, err := c.decode(&r)
-		if err != nil {
-			return err
-		}
-		out, err = c.result(http.StatusOK, cmd, &r, false, "")
-		return err
-	})
-	return out, err
-}
-
-// Page is one page of a list.
-type Page struct {
-	Items      []json.RawMessage `json:"items"`
-	NextCursor *string           `json:"next_cursor"`
-}
-
-// MaxPageSize bounds the limit of a list request.
-const MaxPageSize = 100
-
-// List returns up to limit live resources of tenant ordered by ID, starting
-// after the position encoded in cursor ("" for the first page).
-func (c *Collection[T]) List(ctx context.Context, tenant string, limit int, cursor string) (Page, error) {
-	after := ""
-	if cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(cursor)
-		id, perr := uuid.ParseBytes(raw)
-		if err != nil || perr != nil {
-			return Page{}, &Error{Code: CodeValidationFailed, Detail: "the cursor is not valid",
-				Fields: []FieldError{{Field: "cursor", Reason: "invalid"}}}
-		}
-		after = id.String()
-	}
-	var rows []row
-	q := c.engine.db.Gorm.WithContext(ctx).Table(c.res.Table).Where("tenant_id = ? AND deleted_at IS NULL", tenant)
-	if after != "" {
-		q = q.Where("id > ?", after)
-	}
-	if err := q.Order("id").Limit(limit + 1).Find(&rows).Error; err != nil {
-		return Page{}, c.engine.db.Classify(err)
-	}
-	page := Page{Items: make([]json.RawMessage, 0, min(len(rows), limit))}
-	for i := range rows {
-		if i == limit {
-			next := base64.RawURLEncoding.EncodeToString([]byte(rows[i-1].ID))
-			page.NextCursor = &next
-			break
-		}
-		cmd, err := c.decode(&rows[i])
-		if err != nil {
-			return Page{}, err
-		}
-		res, err := c.result(http.StatusOK, cmd, &rows[i], false, "")
-		if err != nil {
-			return Page{}, err
-		}
-		page.Items = append(page.Items, res.Body)
-	}
-	return page, nil
 }

@@ -7,9 +7,9 @@ import (
 )
 
 // Describe returns the descriptions of the routes [Collection.Mount]
-// registers, for an API description (package framework/openapi): PUT, GET
-// and DELETE of {BasePath}/{id} and the list GET {BasePath}.
-func (c *Collection[T]) Describe() []RouteDescription {
+// registers, for an API description (package framework/openapi): PUT, GET,
+// HEAD and DELETE of {BasePath}/{id} and the list GET and HEAD {BasePath}.
+func (c *Collection[Cmd, Model]) Describe() []RouteDescription {
 	name, base := c.res.Name, c.res.BasePath
 	item := base + "/{id}"
 	rep := c.representation()
@@ -21,7 +21,7 @@ func (c *Collection[T]) Describe() []RouteDescription {
 		Summary: "Create or replace a " + name + " resource",
 		Description: "Creates the resource with the client's ID (201); the same request again is a replay " +
 			"(201 or 200 with Idempotent-Replayed: true) and writes nothing.",
-		PathParams: []ParamDescription{id}, Request: reflect.TypeFor[T](), IfMatch: true, IfNoneMatch: true,
+		PathParams: []ParamDescription{id}, Request: reflect.TypeFor[Cmd](), IfMatch: true, IfNoneMatch: true,
 		Authenticated: true, ReplayWindow: c.engine.retention.ReplayWindow,
 		Responses: []ResponseDescription{
 			{Status: http.StatusCreated, Description: "Created, or a replay of the creation", Body: rep, Headers: ReplayResponseHeaders()},
@@ -42,16 +42,24 @@ func (c *Collection[T]) Describe() []RouteDescription {
 
 	get := DescribeGet(item, name+".get", "Read a "+name+" resource", rep, id)
 	get.Tags = []string{name}
+	get.IfNoneMatch = true
 	get.Responses[0].Headers = []string{"ETag"}
+	get.Responses = append(get.Responses, ResponseDescription{Status: http.StatusNotModified,
+		Description: "If-None-Match matches the current ETag", Headers: []string{"ETag"}})
 	get.Problems = append(get.Problems, CodeInvalidResourceID)
+	head := get
+	head.Method, head.OperationID, head.Summary = http.MethodHead, name+".head", "The headers of GET "+item
+	head.Responses = []ResponseDescription{{Status: http.StatusOK, Description: "The headers of the representation", Headers: []string{"ETag"}},
+		get.Responses[1]}
 
 	del := RouteDescription{
 		Method: http.MethodDelete, Path: item, OperationID: name + ".delete", Tags: []string{name},
 		Summary:     "Delete a " + name + " resource",
-		Description: "Leaves a tombstone: GET answers 404 and a PUT to the ID 410 resource_deleted.",
-		PathParams:  []ParamDescription{id}, Authenticated: true,
+		Description: "Leaves a tombstone: GET answers 404 and a PUT to the ID 410 resource_deleted. " +
+			"With If-Match, only while the ETag is current (else 412).",
+		PathParams: []ParamDescription{id}, Authenticated: true, IfMatch: true,
 		Responses: []ResponseDescription{{Status: http.StatusNoContent, Description: "Deleted"}},
-		Problems:  append(ReadProblems(), CodeInvalidResourceID),
+		Problems:  append(ReadProblems(), CodeInvalidResourceID, CodePreconditionFailed),
 	}
 
 	page := reflect.StructOf([]reflect.StructField{
@@ -61,7 +69,7 @@ func (c *Collection[T]) Describe() []RouteDescription {
 	list := RouteDescription{
 		Method: http.MethodGet, Path: base, OperationID: name + ".list", Tags: []string{name},
 		Summary:     "List " + name,
-		Description: "A page of the tenant's resources; pass next_cursor as cursor for the next page (null on the last).",
+		Description: "A page of the tenant's resources, newest first; pass next_cursor as cursor for the next page (null on the last).",
 		Query: []ParamDescription{
 			{Name: "limit", Description: "Page size.", Type: "integer", Minimum: &minLimit, Maximum: &maxLimit},
 			{Name: "cursor", Description: "The next_cursor of the previous page."},
@@ -70,12 +78,18 @@ func (c *Collection[T]) Describe() []RouteDescription {
 		Responses:     []ResponseDescription{{Status: http.StatusOK, Description: "A page", Body: page}},
 		Problems:      []Code{CodeValidationFailed, CodeUnauthenticated, CodeUnavailable, CodeInternal},
 	}
-	return []RouteDescription{put, get, del, list}
+	for _, f := range c.res.Filters {
+		list.Query = append(list.Query, ParamDescription{Name: f, Description: "Only resources whose " + f + " equals this value."})
+	}
+	headList := list
+	headList.Method, headList.OperationID, headList.Summary = http.MethodHead, name+".list_head", "The headers of the list"
+	headList.Responses = []ResponseDescription{{Status: http.StatusOK, Description: "The headers of a page"}}
+	return []RouteDescription{put, get, head, del, list, headList}
 }
 
 // DescribeLegacyPOST returns the description of the route
 // [Collection.MountLegacyPOST] registers with cfg.
-func (c *Collection[T]) DescribeLegacyPOST(cfg LegacyConfig) RouteDescription {
+func (c *Collection[Cmd, Model]) DescribeLegacyPOST(cfg LegacyConfig) RouteDescription {
 	name := c.res.Name
 	extra := []string{HeaderIdempotencyKey, "Deprecation", "Link"}
 	if !cfg.Sunset.IsZero() {
@@ -86,7 +100,7 @@ func (c *Collection[T]) DescribeLegacyPOST(cfg LegacyConfig) RouteDescription {
 		Summary: "Create a " + name + " resource (deprecated: use PUT " + c.res.BasePath + "/{id})",
 		Description: "The ID is derived from the Idempotency-Key; a retry with the same key and body replays the creation, " +
 			"the same key with another body is 422 idempotency_key_reuse.",
-		Request: reflect.TypeFor[T](), IdempotencyKey: KeyRequired, Authenticated: true, Deprecated: true,
+		Request: reflect.TypeFor[Cmd](), IdempotencyKey: KeyRequired, Authenticated: true, Deprecated: true,
 		ReplayWindow: c.engine.retention.ReplayWindow,
 		Responses: []ResponseDescription{{Status: http.StatusCreated, Description: "Created, or a replay of the creation",
 			Body: c.representation(), Headers: ReplayResponseHeaders(extra...)}},
@@ -97,16 +111,19 @@ func (c *Collection[T]) DescribeLegacyPOST(cfg LegacyConfig) RouteDescription {
 }
 
 // representation is the type RenderFunc returns, found by rendering a zero
-// command; json.RawMessage (any JSON) when that cannot be done.
-func (c *Collection[T]) representation() (t reflect.Type) {
+// model; json.RawMessage (any JSON) for the default representation or when
+// that cannot be done.
+func (c *Collection[Cmd, Model]) representation() (t reflect.Type) {
 	anyJSON := reflect.TypeFor[json.RawMessage]()
 	defer func() {
 		if recover() != nil {
 			t = anyJSON
 		}
 	}()
-	var zero T
-	if t = reflect.TypeOf(c.res.RenderFunc(zero, Meta{})); t == nil {
+	if c.res.RenderFunc == nil {
+		return anyJSON
+	}
+	if t = reflect.TypeOf(c.res.RenderFunc(new(Model))); t == nil {
 		return anyJSON
 	}
 	return t

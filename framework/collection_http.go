@@ -15,16 +15,20 @@ import (
 // Mount registers the collection's routes on g, which must already run
 // [RequireAuth]:
 //
-//	PUT    /{name}/:id   create, converge or replace
-//	GET    /{name}/:id   the representation and its ETag
-//	DELETE /{name}/:id   tombstone
-//	GET    /{name}       a cursor-paginated page of the tenant's resources
-func (c *Collection[T]) Mount(g gin.IRouter) {
+//	PUT    /{name}/:id   create, converge or replace (If-Match, If-None-Match: *)
+//	GET    /{name}/:id   the representation and its ETag (If-None-Match → 304)
+//	HEAD   /{name}/:id   the same without a body
+//	DELETE /{name}/:id   tombstone (If-Match)
+//	GET    /{name}       a page of the tenant's resources, newest first,
+//	HEAD   /{name}       filtered by the resource's Filters (?status=draft)
+func (c *Collection[Cmd, Model]) Mount(g gin.IRouter) {
 	base := "/" + c.res.Name
 	g.PUT(base+"/:id", c.handlePut)
 	g.GET(base+"/:id", c.handleGet)
+	g.HEAD(base+"/:id", c.handleGet)
 	g.DELETE(base+"/:id", c.handleDelete)
 	g.GET(base, c.handleList)
+	g.HEAD(base, c.handleList)
 }
 
 // ResourceID parses the :id path parameter as a non-nil UUID.
@@ -36,7 +40,7 @@ func ResourceID(c *gin.Context) (uuid.UUID, error) {
 	return id, nil
 }
 
-func (c *Collection[T]) fail(g *gin.Context, pattern string, err error) {
+func (c *Collection[Cmd, Model]) fail(g *gin.Context, pattern string, err error) {
 	if pattern != "" {
 		c.engine.metrics.Requests.WithLabelValues(pattern, c.res.Name, OutcomeOf(err)).Inc()
 		TraceOutcome(g.Request.Context(), pattern, c.res.Name, OutcomeOf(err), "")
@@ -44,18 +48,18 @@ func (c *Collection[T]) fail(g *gin.Context, pattern string, err error) {
 	c.engine.WriteProblem(g.Writer, g.Request, err)
 }
 
-func (c *Collection[T]) handlePut(g *gin.Context) {
+func (c *Collection[Cmd, Model]) handlePut(g *gin.Context) {
 	start := time.Now()
 	tenant, id, ok := c.target(g, "put")
 	if !ok {
 		return
 	}
-	c.serveCreate(g, "put", start, PutRequest[T]{Tenant: tenant, ID: id, Header: g.Request.Header}, "")
+	c.serveCreate(g, "put", start, PutRequest[Cmd]{Tenant: tenant, ID: id, Header: g.Request.Header}, "")
 }
 
 // target reads the authenticated tenant and the :id of a request, or
 // answers 401 or 400 and reports false.
-func (c *Collection[T]) target(g *gin.Context, pattern string) (string, uuid.UUID, bool) {
+func (c *Collection[Cmd, Model]) target(g *gin.Context, pattern string) (string, uuid.UUID, bool) {
 	tenant, ok := Tenant(g, c.engine.logger)
 	if !ok {
 		return "", uuid.Nil, false
@@ -70,14 +74,19 @@ func (c *Collection[T]) target(g *gin.Context, pattern string) (string, uuid.UUI
 
 // serveCreate binds the body into req.Command, runs the PUT and writes the
 // reply. The legacy POST route shares it, with its key echoed.
-func (c *Collection[T]) serveCreate(g *gin.Context, pattern string, start time.Time, req PutRequest[T], key string) {
+func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, start time.Time, req PutRequest[Cmd], key string) {
 	body, err := c.engine.binder.ReadBody(g.Request)
 	if err != nil {
 		c.fail(g, pattern, err)
 		return
 	}
-	if req.Command, err = Bind[T](c.engine.binder, body); err != nil {
+	if req.Command, err = Bind[Cmd](c.engine.binder, body); err != nil {
 		c.fail(g, pattern, err)
+		return
+	}
+	if containsNUL(body) {
+		c.fail(g, pattern, &Error{Code: CodeValidationFailed, Detail: "a text value holds a NUL character, which cannot be stored",
+			Fields: []FieldError{{Field: "", Reason: "no NUL characters"}}})
 		return
 	}
 	res, err := c.Put(g.Request.Context(), req)
@@ -94,7 +103,7 @@ func (c *Collection[T]) serveCreate(g *gin.Context, pattern string, start time.T
 	WriteReply(g.Writer, Reply{Status: res.Status, Body: res.Body, Replayed: res.Replayed, Key: key, Location: res.Location, ETag: res.ETag})
 }
 
-func (c *Collection[T]) handleGet(g *gin.Context) {
+func (c *Collection[Cmd, Model]) handleGet(g *gin.Context) {
 	tenant, id, ok := c.target(g, "")
 	if !ok {
 		return
@@ -104,37 +113,59 @@ func (c *Collection[T]) handleGet(g *gin.Context) {
 		c.fail(g, "", err)
 		return
 	}
-	WriteReply(g.Writer, Reply{Status: http.StatusOK, Body: res.Body, ETag: res.ETag})
+	if inm := g.GetHeader("If-None-Match"); inm != "" && etagMatchesWeak(inm, res.ETag) {
+		g.Header("ETag", res.ETag)
+		g.Status(http.StatusNotModified)
+		return
+	}
+	writeRepresentation(g, res.Body, res.ETag)
 }
 
-func (c *Collection[T]) handleDelete(g *gin.Context) {
+// writeRepresentation answers 200 with body, or only its headers to HEAD.
+func writeRepresentation(g *gin.Context, body []byte, etag string) {
+	if g.Request.Method == http.MethodHead {
+		h := g.Writer.Header()
+		h.Set("Content-Type", "application/json; charset=utf-8")
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		body = nil
+	}
+	WriteReply(g.Writer, Reply{Status: http.StatusOK, Body: body, ETag: etag})
+}
+
+func (c *Collection[Cmd, Model]) handleDelete(g *gin.Context) {
 	tenant, id, ok := c.target(g, "")
 	if !ok {
 		return
 	}
-	if err := c.Delete(g.Request.Context(), tenant, id); err != nil {
+	if err := c.Delete(g.Request.Context(), DeleteRequest{Tenant: tenant, ID: id, IfMatch: g.GetHeader("If-Match")}); err != nil {
 		c.fail(g, "", err)
 		return
 	}
 	g.Status(http.StatusNoContent)
 }
 
-func (c *Collection[T]) handleList(g *gin.Context) {
+func (c *Collection[Cmd, Model]) handleList(g *gin.Context) {
 	tenant, ok := Tenant(g, c.engine.logger)
 	if !ok {
 		return
 	}
-	limit := 50
+	req := ListRequest{Tenant: tenant, Limit: 50, Cursor: g.Query("cursor")}
 	if s := g.Query("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxPageSize {
-			c.fail(g, "", &Error{Code: CodeValidationFailed, Detail: "limit must be an integer from 1 to " + strconv.Itoa(MaxPageSize),
-				Fields: []FieldError{{Field: "limit", Reason: "min=1,max=" + strconv.Itoa(MaxPageSize)}}})
-			return
+		if err != nil {
+			n = 0 // refused by List
 		}
-		limit = n
+		req.Limit = n
 	}
-	page, err := c.List(g.Request.Context(), tenant, limit, g.Query("cursor"))
+	for _, col := range c.res.Filters {
+		if v, ok := g.GetQuery(col); ok {
+			if req.Filters == nil {
+				req.Filters = map[string]string{}
+			}
+			req.Filters[col] = v
+		}
+	}
+	page, err := c.List(g.Request.Context(), req)
 	if err != nil {
 		c.fail(g, "", err)
 		return
@@ -144,5 +175,5 @@ func (c *Collection[T]) handleList(g *gin.Context) {
 		c.fail(g, "", err)
 		return
 	}
-	WriteReply(g.Writer, Reply{Status: http.StatusOK, Body: body})
+	writeRepresentation(g, body, "")
 }

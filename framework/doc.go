@@ -1,15 +1,24 @@
 // Package framework is the shared core of retrysafe: what makes an HTTP write
 // safe to retry, whichever of the two patterns serves it.
 //
-// The PUT pattern: a [Resource] declares a typed command, a [Mode]
-// ([CreateOrReplace] or [CreateOnly]), a [Resource.RenderFunc], an optional
-// replace guard and an optional creation hook. [NewCollection] builds it on
-// an [Engine] and [Collection.Mount] serves PUT/GET/DELETE /{name}/{id} and a
-// paginated list. Creation is INSERT … ON CONFLICT DO NOTHING against the
-// (tenant_id, id) primary key, so a retried or concurrent create converges
-// on one row and one creation hook; [Collection.PutTx] joins a caller's
-// transaction. [Collection.MountLegacyPOST] serves an old POST endpoint
-// through the same engine while clients move to PUT.
+// The PUT pattern: a [Resource] declares a typed command and the
+// application's own gorm model, which embeds [System] (tenant_id, id,
+// version, status, fingerprints, timestamps; primary key (tenant_id, id))
+// next to its typed business columns and has-many child rows. A
+// [Resource.ModelFunc] maps the command onto the model (the two may be one
+// struct), [Resource.RenderFunc] renders the representation, and an
+// optional replace guard and creation hook complete it. [NewCollection]
+// builds it on an [Engine] and [Collection.Mount] serves PUT, GET, HEAD and
+// DELETE /{name}/{id} and a newest-first list with filters. Creation is
+// INSERT … ON CONFLICT (tenant_id, id) DO NOTHING, so a retried or
+// concurrent create converges on one row, one set of child rows and one
+// creation hook. What a PUT does is decided by one pure function from the
+// row it read; every statement on resource rows goes through the
+// [RowStore] seam, whose contract suite is framework/rowstoretest. Every
+// write has a transactional twin ([Collection.PutTx],
+// [Collection.DeleteTx], [Collection.SetStatusTx]).
+// [Collection.MountLegacyPOST] serves an old POST endpoint through the
+// same engine while clients move to PUT.
 //
 // Routes describe themselves for machine-readable API descriptions with
 // [RouteDescription] values ([Collection.Describe],

@@ -15,22 +15,17 @@ import (
 	"github.com/retrysafe/retrysafe/framework/store"
 )
 
-// Note is a command: the typed body of PUT /v1/notes/{id}.
+// Note is both the command (the typed body of PUT /v1/notes/{id}) and the
+// gorm model: it embeds the engine's system columns.
 type Note struct {
-	Title string `json:"title" validate:"required,max=100"`
-	Body  string `json:"body" validate:"max=10000"`
+	framework.System
+	Title string `json:"title" validate:"required,max=100" gorm:"not null"`
+	Body  string `json:"body" validate:"max=10000" gorm:"not null"`
 }
 
-// noteTable has the engine's column shape; a real service puts it in a
-// migration.
-const noteTable = `CREATE TABLE notes (
-	tenant_id TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, status TEXT NOT NULL,
-	body TEXT NOT NULL, create_fingerprint TEXT NOT NULL, fingerprint TEXT NOT NULL,
-	created_at DATETIME NOT NULL, updated_at DATETIME NOT NULL, deleted_at DATETIME,
-	PRIMARY KEY (tenant_id, id))`
-
-// Example defines a resource of one's own on the PUT pattern, mounts it and
-// sends a create and its retry.
+// Example defines a resource of one's own on the PUT pattern over a gorm
+// model, creates its table with AutoMigrate, mounts it and sends a create
+// and its retry.
 func Example() {
 	dir, _ := os.MkdirTemp("", "retrysafe-example")
 	defer os.RemoveAll(dir)
@@ -41,15 +36,14 @@ func Example() {
 		panic(err)
 	}
 	defer db.Close()
-	db.Gorm.Exec(noteTable)
+	if err := db.Gorm.AutoMigrate(&Note{}); err != nil { // or a goose migration
+		panic(err)
+	}
 
 	engine, _ := framework.NewEngine(db, framework.EngineConfig{})
-	notes, err := framework.NewCollection(engine, framework.Resource[Note]{
+	notes, err := framework.NewCollection(engine, framework.Resource[Note, Note]{
 		Name: "notes",
 		Mode: framework.CreateOrReplace,
-		RenderFunc: func(n Note, m framework.Meta) any {
-			return map[string]any{"id": m.ID, "version": m.Version, "title": n.Title, "body": n.Body}
-		},
 	})
 	if err != nil {
 		panic(err)
@@ -71,7 +65,9 @@ func Example() {
 	first, retry := put(), put()
 	fmt.Println(first.Code, first.Header().Get("Location"))
 	fmt.Println(retry.Code, retry.Header().Get("Idempotent-Replayed"), retry.Body.String() == first.Body.String())
+	fmt.Println(strings.Contains(first.Body.String(), `"version":1,`), strings.HasSuffix(first.Body.String(), `"title":"hello","body":"retry me"}`))
 	// Output:
 	// 201 /v1/notes/6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f
 	// 201 true true
+	// true true
 }

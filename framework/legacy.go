@@ -38,7 +38,7 @@ func LegacyID(resource, key string) uuid.UUID {
 // is 422 idempotency_key_reuse. Every answer carries Deprecation and a Link
 // to the PUT form (rel="successor-version"), and every call is counted per
 // tenant in [Metrics.LegacyRequests] and logged.
-func (c *Collection[T]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig) error {
+func (c *Collection[Cmd, Model]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig) error {
 	if cfg.DeprecatedSince.IsZero() {
 		return errors.New("framework: LegacyConfig.DeprecatedSince is required")
 	}
@@ -79,7 +79,7 @@ func (c *Collection[T]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig) error {
 		header := g.Request.Header.Clone()
 		header.Del("If-Match")
 		header.Set("If-None-Match", "*")
-		c.serveCreate(g, "legacy_post", start, PutRequest[T]{Tenant: tenant, ID: id, Header: header, keyReuse: true}, key)
+		c.serveCreate(g, "legacy_post", start, PutRequest[Cmd]{Tenant: tenant, ID: id, Header: header, keyReuse: true}, key)
 	})
 	return nil
 }

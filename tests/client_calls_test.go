@@ -31,7 +31,7 @@ func TestClientReadReplaceDelete(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Create: %v", err)
 		}
-		order, err := client.Decode[orders.Order](created)
+		order, err := client.Decode[orders.Representation](created)
 		if err != nil || order.ID != id.String() || order.Total != "5.00" || order.Version != 1 {
 			t.Fatalf("created order %+v, %v", order, err)
 		}
@@ -111,7 +111,7 @@ func TestClientListFollowsCursor(t *testing.T) {
 			if err != nil {
 				t.Fatalf("List: %v", err)
 			}
-			o, err := client.Decode[orders.Order](&client.Result{Body: item})
+			o, err := client.Decode[orders.Representation](&client.Result{Body: item})
 			if err != nil || !want[o.ID] || seen[o.ID] {
 				t.Fatalf("item %s: %v (seen before: %t)", item, err, seen[o.ID])
 			}

@@ -84,6 +84,10 @@ func TestLegacyPOSTCreatesThroughTheEngine(t *testing.T) {
 		if row := e.order("acme", id); row.Version != 1 {
 			t.Fatalf("legacy retries wrote: version %d", row.Version)
 		}
+		e.wantOneItem("acme", id, 2, 1000)
+		if c := e.orderColumns("globex", id); c.TotalCents != 500 || len(c.Items) != 1 || c.Items[0].Quantity != 5 {
+			t.Fatalf("globex's order columns: %+v", c)
+		}
 
 		metrics := e.do("GET", "/metrics", "", nil)
 		for _, want := range []string{

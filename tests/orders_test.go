@@ -42,8 +42,47 @@ func (e *env) order(tenant string, id uuid.UUID) orderRow {
 	return r
 }
 
+// orderColumns reads the typed business columns of an order and its items.
+type orderColumns struct {
+	Customer, Currency, Note string
+	TotalCents               int64
+	Items                    []orderItemRow `gorm:"-"`
+}
+
+type orderItemRow struct {
+	Position       int
+	SKU            string
+	Quantity       int64
+	UnitPriceCents int64
+}
+
+func (e *env) orderColumns(tenant string, id uuid.UUID) orderColumns {
+	e.t.Helper()
+	var c orderColumns
+	if err := e.app.DB.Gorm.Table("orders").Select("customer, currency, note, total_cents").
+		Where("tenant_id = ? AND id = ?", tenant, id.String()).Take(&c).Error; err != nil {
+		e.t.Fatalf("read order %s: %v", id, err)
+	}
+	if err := e.app.DB.Gorm.Table("order_items").Select("position, sku, quantity, unit_price_cents").
+		Where("tenant_id = ? AND order_id = ?", tenant, id.String()).Order("position").Find(&c.Items).Error; err != nil {
+		e.t.Fatalf("read order items %s: %v", id, err)
+	}
+	return c
+}
+
+// wantItems stops the test unless the order's typed columns hold one item
+// of quantity qty at unit price cents.
+func (e *env) wantOneItem(tenant string, id uuid.UUID, qty, cents int64) {
+	e.t.Helper()
+	c := e.orderColumns(tenant, id)
+	want := []orderItemRow{{Position: 0, SKU: "sku_1", Quantity: qty, UnitPriceCents: cents}}
+	if c.Customer != "cus_1" || c.Currency != "EUR" || c.Note != "n" || c.TotalCents != qty*cents || len(c.Items) != 1 || c.Items[0] != want[0] {
+		e.t.Fatalf("typed columns = %+v, want one item %+v and total %d", c, want[0], qty*cents)
+	}
+}
+
 func (e *env) events(tenant string, id uuid.UUID) int64 {
-	return e.count("order_events", "tenant_id = ? AND order_id = ? AND type = ?", tenant, id.String(), "order.created")
+	return e.count("outbox_events", "tenant_id = ? AND aggregate_type = 'order' AND aggregate_id = ? AND type = ?", tenant, id.String(), "order.created")
 }
 
 func TestOrderCreateReplayAndConverge(t *testing.T) {
@@ -65,6 +104,7 @@ func TestOrderCreateReplayAndConverge(t *testing.T) {
 			t.Fatalf("representation = %s", created.Body)
 		}
 		before := e.order("acme", id)
+		e.wantOneItem("acme", id, 2, 1000)
 
 		// The same command in another spelling: keys reordered, "10.0" for "10.00".
 		retry := e.do("PUT", orderPath(id), tokenAcme,
@@ -99,6 +139,7 @@ func TestOrderCreateReplayAndConverge(t *testing.T) {
 		if n := e.count("orders", ""); n != 1 {
 			t.Fatalf("orders rows = %d, want 1", n)
 		}
+		e.wantOneItem("acme", id, 2, 1000)
 	})
 }
 
@@ -124,6 +165,7 @@ func TestOrderReplaceAndPreconditions(t *testing.T) {
 		if got := e.order("acme", id).Version; got != 2 {
 			t.Fatalf("stored version = %d, want 2", got)
 		}
+		e.wantOneItem("acme", id, 3, 1000)
 
 		// A stale If-Match is refused and writes nothing.
 		stale := e.do("PUT", orderPath(id), tokenAcme, orderBody(4, "10.00"), "If-Match", etag1)
@@ -140,6 +182,7 @@ func TestOrderReplaceAndPreconditions(t *testing.T) {
 		if got := e.order("acme", id).Version; got != 3 {
 			t.Fatalf("version after If-Match replace = %d, want 3", got)
 		}
+		e.wantOneItem("acme", id, 4, 1000)
 
 		// If-None-Match: * with the creating body replays the current
 		// representation and never overwrites the later update.
@@ -155,6 +198,7 @@ func TestOrderReplaceAndPreconditions(t *testing.T) {
 		if got := e.order("acme", id).Version; got != 3 {
 			t.Fatalf("If-None-Match requests wrote: version %d", got)
 		}
+		e.wantOneItem("acme", id, 4, 1000)
 
 		// If-Match on an ID that does not exist creates nothing.
 		missing := uuid.New()
@@ -206,6 +250,7 @@ func TestOrderGetListAndTenants(t *testing.T) {
 			id := uuid.New()
 			ids = append(ids, id.String())
 			wantStatus(t, e.do("PUT", orderPath(id), tokenAcme, orderBody(i+1, "1.50")), http.StatusCreated)
+			e.clock.Advance(time.Millisecond)
 		}
 		got := e.do("GET", orderPath(uuid.MustParse(ids[0])), tokenAcme, nil)
 		wantStatus(t, got, http.StatusOK)
@@ -262,9 +307,9 @@ func TestOrderGetListAndTenants(t *testing.T) {
 		if len(seen) != 5 {
 			t.Fatalf("listed %d orders, want 5: %v", len(seen), seen)
 		}
-		for i := 1; i < len(seen); i++ {
-			if seen[i-1] >= seen[i] {
-				t.Fatalf("list is not in stable ID order: %v", seen)
+		for i := range seen {
+			if seen[i] != ids[len(ids)-1-i] {
+				t.Fatalf("list is not newest first: %v, created %v", seen, ids)
 			}
 		}
 		bad := e.do("GET", "/v1/orders?limit=0", tokenAcme, nil)
@@ -305,6 +350,7 @@ func TestOrderDeleteTombstone(t *testing.T) {
 		if row := e.order("acme", id); row.DeletedAt != nil || row.Version != 1 {
 			t.Fatalf("recreated order: %+v", row)
 		}
+		e.wantOneItem("acme", id, 3, 1000)
 		if n := e.events("acme", id); n != 2 {
 			t.Fatalf("order.created events = %d, want 2 (one per incarnation)", n)
 		}
@@ -344,6 +390,9 @@ func TestOrderConcurrentIdenticalCreates(t *testing.T) {
 		if rows, events := e.count("orders", ""), e.events("acme", id); rows != 1 || events != 1 {
 			t.Fatalf("rows = %d, events = %d; want 1 and 1", rows, events)
 		}
+		if items := e.count("order_items", ""); items != 1 {
+			t.Fatalf("order_items rows = %d, want 1", items)
+		}
 	})
 }
 
@@ -381,6 +430,10 @@ func TestOrderConcurrentReplaces(t *testing.T) {
 		}
 		if n := e.events("acme", id); n != 1 {
 			t.Fatalf("order.created events = %d, want 1", n)
+		}
+		c := e.orderColumns("acme", id)
+		if len(c.Items) != 1 || c.TotalCents != c.Items[0].Quantity*100 || e.count("order_items", "") != 1 {
+			t.Fatalf("the stored order mixes bodies: %+v", c)
 		}
 	})
 }
@@ -451,6 +504,8 @@ func TestOrderBadInputStoresNothing(t *testing.T) {
 			{"zero quantity", tokenAcme, orderPath(uuid.New()), orderBody(0, "1.00"), 400, "validation_failed"},
 			{"three decimals", tokenAcme, orderPath(uuid.New()), orderBody(1, "1.001"), 400, "validation_failed"},
 			{"negative price", tokenAcme, orderPath(uuid.New()), orderBody(1, "-1.00"), 400, "validation_failed"},
+			{"NUL in a text", tokenAcme, orderPath(uuid.New()), []byte(`{"customer":"a\u0000b","currency":"EUR","items":[{"sku":"s","quantity":1,"unit_price":"1"}]}`), 400, "validation_failed"},
+			{"NUL in a note", tokenAcme, orderPath(uuid.New()), []byte(`{"customer":"a","currency":"EUR","items":[{"sku":"s","quantity":1,"unit_price":"1"}],"note":"\\\u0000"}`), 400, "validation_failed"},
 			{"2 MiB body", tokenAcme, orderPath(uuid.New()), huge, 413, "payload_too_large"},
 			{"invalid UUID", tokenAcme, "/v1/orders/not-a-uuid", orderBody(1, "1"), 400, "invalid_resource_id"},
 			{"nil UUID", tokenAcme, orderPath(uuid.Nil), orderBody(1, "1"), 400, "invalid_resource_id"},
@@ -474,8 +529,62 @@ func TestOrderBadInputStoresNothing(t *testing.T) {
 		if len(errs) == 0 {
 			t.Fatalf("validation problem lists no fields: %s", r.Body)
 		}
-		if rows, events := e.count("orders", ""), e.count("order_events", ""); rows != 0 || events != 0 {
-			t.Fatalf("bad input stored %d orders and %d events", rows, events)
+		if rows, items, events := e.count("orders", ""), e.count("order_items", ""), e.count("outbox_events", ""); rows != 0 || items != 0 || events != 0 {
+			t.Fatalf("bad input stored %d orders, %d items and %d events", rows, items, events)
+		}
+	})
+}
+
+// TestOrderListFilters: ?status= and ?customer= select on the typed
+// columns, newest first, and the representation keeps decimal strings.
+func TestOrderListFilters(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		e := newEnv(t, dsn)
+		var ids []uuid.UUID
+		for i := range 6 {
+			id := uuid.New()
+			ids = append(ids, id)
+			body := fmt.Appendf(nil, `{"customer":"cus_%d","currency":"EUR","items":[{"sku":"s","quantity":3,"unit_price":"0.1"},{"sku":"t","quantity":1,"unit_price":"10"}]}`, i%2)
+			wantStatus(t, e.do("PUT", orderPath(id), tokenAcme, body), http.StatusCreated)
+			e.clock.Advance(time.Millisecond)
+		}
+		wantStatus(t, e.do("POST", orderPath(ids[1])+"/submit", tokenAcme, nil), http.StatusOK)
+		list := func(query string) []map[string]any {
+			t.Helper()
+			r := e.do("GET", "/v1/orders?"+query, tokenAcme, nil)
+			wantStatus(t, r, http.StatusOK)
+			var page struct {
+				Items []map[string]any `json:"items"`
+			}
+			if err := json.Unmarshal(r.Body, &page); err != nil {
+				t.Fatal(err)
+			}
+			return page.Items
+		}
+		ids1 := func(items []map[string]any) []string {
+			var out []string
+			for _, it := range items {
+				out = append(out, it["id"].(string))
+			}
+			return out
+		}
+		if got, want := ids1(list("customer=cus_1")), []string{ids[5].String(), ids[3].String(), ids[1].String()}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("customer=cus_1: %v, want %v", got, want)
+		}
+		submitted := list("status=submitted")
+		if len(submitted) != 1 || submitted[0]["id"] != ids[1].String() || submitted[0]["total"] != "10.30" {
+			t.Fatalf("status=submitted: %v", submitted)
+		}
+		items := submitted[0]["items"].([]any)
+		if first := items[0].(map[string]any); first["unit_price"] != "0.10" || first["quantity"] != float64(3) {
+			t.Fatalf("items on the wire: %v", items)
+		}
+		if got := list("status=draft&customer=cus_1"); len(got) != 2 {
+			t.Fatalf("status=draft&customer=cus_1: %d items", len(got))
+		}
+		if got := list("status=submitted&customer=cus_0"); len(got) != 0 {
+			t.Fatalf("status=submitted&customer=cus_0: %d items", len(got))
 		}
 	})
 }

@@ -77,14 +77,17 @@ func TestTwoProcessesCreateOneOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var rows, events int64
+	var rows, items, events int64
 	if err := db.Gorm.Table("orders").Where("id = ?", id.String()).Count(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Gorm.Table("order_events").Where("order_id = ?", id.String()).Count(&events).Error; err != nil {
+	if err := db.Gorm.Table("outbox_events").Where("aggregate_type = 'order' AND aggregate_id = ? AND type = 'order.created'", id.String()).Count(&events).Error; err != nil {
 		t.Fatal(err)
 	}
-	if rows != 1 || events != 1 {
-		t.Fatalf("rows = %d, order.created events = %d; want 1 and 1", rows, events)
+	if err := db.Gorm.Table("order_items").Where("order_id = ?", id.String()).Count(&items).Error; err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 || items != 1 || events != 1 {
+		t.Fatalf("rows = %d, order_items = %d, order.created events = %d; want 1, 1 and 1", rows, items, events)
 	}
 }

@@ -2,7 +2,6 @@ package orders
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
@@ -21,9 +21,6 @@ const (
 	StatusDraft     = "draft"
 	StatusSubmitted = "submitted"
 )
-
-// EventCreated is the type of the outbox event written once per creation.
-const EventCreated = "order.created"
 
 // Item is one line of an order.
 type Item struct {
@@ -76,8 +73,47 @@ func cents(price string) int64 {
 
 func formatCents(c int64) string { return fmt.Sprintf("%d.%02d", c/100, c%100) }
 
-// Order is the representation of an order.
+// Order is the orders row: the engine's system columns and the order's
+// typed business columns, with its items as child rows.
 type Order struct {
+	framework.System
+	Customer   string      `gorm:"column:customer;not null"`
+	Currency   string      `gorm:"column:currency;not null"`
+	Note       string      `gorm:"column:note;not null"`
+	TotalCents int64       `gorm:"column:total_cents;not null"`
+	Items      []OrderItem `gorm:"foreignKey:TenantID,OrderID;references:TenantID,ID"`
+}
+
+// TableName implements gorm's tabler.
+func (Order) TableName() string { return "orders" }
+
+// OrderItem is an order_items row: one line of an order.
+type OrderItem struct {
+	TenantID       string    `gorm:"column:tenant_id;primaryKey"`
+	OrderID        uuid.UUID `gorm:"column:order_id;primaryKey;type:uuid"`
+	Position       int       `gorm:"column:position;primaryKey"`
+	SKU            string    `gorm:"column:sku;not null"`
+	Quantity       int64     `gorm:"column:quantity;not null"`
+	UnitPriceCents int64     `gorm:"column:unit_price_cents;not null"`
+}
+
+// TableName implements gorm's tabler.
+func (OrderItem) TableName() string { return "order_items" }
+
+// toModel maps a validated, normalized command onto the order row.
+func toModel(cmd *Command, o *Order) {
+	o.Customer, o.Currency, o.Note = cmd.Customer, cmd.Currency, cmd.Note
+	o.Items = make([]OrderItem, len(cmd.Items))
+	o.TotalCents = 0
+	for i, it := range cmd.Items {
+		price := cents(it.UnitPrice)
+		o.Items[i] = OrderItem{Position: i, SKU: it.SKU, Quantity: it.Quantity, UnitPriceCents: price}
+		o.TotalCents += it.Quantity * price
+	}
+}
+
+// Representation is an order on the wire.
+type Representation struct {
 	ID        string    `json:"id"`
 	Status    string    `json:"status"`
 	Customer  string    `json:"customer"`
@@ -90,64 +126,62 @@ type Order struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// Render builds the representation of an order.
-func Render(cmd Command, m framework.Meta) any {
-	var total int64
-	for _, it := range cmd.Items {
-		total += it.Quantity * cents(it.UnitPrice)
+// Render builds the representation of an order row: prices and the total
+// as decimal strings with two fraction digits.
+func Render(o *Order) any {
+	items := make([]Item, len(o.Items))
+	for i, it := range o.Items {
+		items[i] = Item{SKU: it.SKU, Quantity: it.Quantity, UnitPrice: formatCents(it.UnitPriceCents)}
 	}
-	return Order{ID: m.ID.String(), Status: m.Status, Customer: cmd.Customer, Currency: cmd.Currency,
-		Items: cmd.Items, Note: cmd.Note, Total: formatCents(total), Version: m.Version,
-		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+	return Representation{ID: o.ID.String(), Status: o.Status, Customer: o.Customer, Currency: o.Currency,
+		Items: items, Note: o.Note, Total: formatCents(o.TotalCents), Version: o.Version,
+		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 }
 
-// Event is a row of the order_events outbox.
-type Event struct {
-	Seq       int64     `gorm:"column:seq;primaryKey;autoIncrement"`
-	TenantID  string    `gorm:"column:tenant_id"`
-	OrderID   string    `gorm:"column:order_id"`
-	Type      string    `gorm:"column:type"`
-	Payload   string    `gorm:"column:payload"`
-	CreatedAt time.Time `gorm:"column:created_at"`
+// onCreate, onReplace and onStatus write the order's outbox events in the
+// transaction of the change, only when it happened.
+func onCreate(ctx context.Context, tx *gorm.DB, c framework.Change[Order]) error {
+	return emit(ctx, tx, EventCreated, c)
 }
 
-// TableName implements gorm's tabler.
-func (Event) TableName() string { return "order_events" }
-
-func onCreate(ctx context.Context, tx *gorm.DB, cmd Command, m framework.Meta) error {
-	payload, err := json.Marshal(Render(cmd, m))
-	if err != nil {
-		return err
-	}
-	if err := tx.WithContext(ctx).Create(&Event{TenantID: m.Tenant, OrderID: m.ID.String(), Type: EventCreated,
-		Payload: string(payload), CreatedAt: m.CreatedAt}).Error; err != nil {
-		return err
-	}
-	return EmitCreated(ctx, tx, cmd, m)
+func onReplace(ctx context.Context, tx *gorm.DB, c framework.Change[Order]) error {
+	return emit(ctx, tx, EventReplaced, c)
 }
 
-func replaceGuard(m framework.Meta) error {
-	if m.Status != StatusDraft {
-		return framework.Errorf(framework.CodeResourceLocked, "the order is %s; only draft orders can be replaced", m.Status)
+func onStatus(ctx context.Context, tx *gorm.DB, c framework.Change[Order]) error {
+	if c.Model.Status != StatusSubmitted {
+		return nil
+	}
+	return emit(ctx, tx, EventSubmitted, c)
+}
+
+func replaceGuard(o *Order) error {
+	if o.Status != StatusDraft {
+		return framework.Errorf(framework.CodeResourceLocked, "the order is %s; only draft orders can be replaced", o.Status)
 	}
 	return nil
 }
 
 // Resource is the declaration of orders on the PUT engine.
-func Resource() framework.Resource[Command] {
-	return framework.Resource[Command]{
+func Resource() framework.Resource[Command, Order] {
+	return framework.Resource[Command, Order]{
 		Name:             "orders",
 		Mode:             framework.CreateOrReplace,
 		InitialStatus:    StatusDraft,
+		ModelFunc:        toModel,
 		RenderFunc:       Render,
 		ReplaceGuardFunc: replaceGuard,
 		OnCreateFunc:     onCreate,
+		OnReplaceFunc:    onReplace,
+		OnStatusFunc:     onStatus,
+		Children:         []framework.Preload{{Field: "Items", OrderBy: "position"}},
+		Filters:          []string{"status", "customer"},
 	}
 }
 
 // Orders serves the orders resource.
 type Orders struct {
-	*framework.Collection[Command]
+	*framework.Collection[Command, Order]
 	engine *framework.Engine
 }
 

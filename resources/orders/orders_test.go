@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-
-	"github.com/retrysafe/retrysafe/framework"
 )
 
 func TestPricesNormalizeToOneSpelling(t *testing.T) {
@@ -34,7 +32,10 @@ func TestRenderTotals(t *testing.T) {
 		{SKU: "a", Quantity: 3, UnitPrice: "0.10"},
 		{SKU: "b", Quantity: 10000, UnitPrice: "9999999999.99"},
 	}}
-	o := Render(cmd, framework.Meta{ID: uuid.New(), Status: StatusDraft, Version: 1}).(Order)
+	var m Order
+	toModel(&cmd, &m)
+	m.ID, m.Status, m.Version = uuid.New(), StatusDraft, 1
+	o := Render(&m).(Representation)
 	if o.Total != "99999999999900.30" {
 		t.Fatalf("total = %s", o.Total)
 	}

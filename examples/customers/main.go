@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/migrations"
+)
+
+// schema holds the customers table, one goose source per dialect.
+//
+//go:embed schema/postgres/*.sql schema/sqlite/*.sql
+var schema embed.FS
+
+func main() {
+	dsn := os.Getenv("DATABASE_URL")
+	if dsn == "" {
+		dsn = "sqlite:customers.db"
+	}
+	addr := os.Getenv("ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+	gin.SetMode(gin.ReleaseMode)
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, dsn, addr, logger); err != nil {
+		logger.Error("customers", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, dsn, addr string, logger *slog.Logger) error {
+	db, err := store.Open(ctx, dsn, store.Config{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	handler, err := newHandler(ctx, db, map[string]string{"sk_test_acme": "acme"}, logger)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: addr, Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	logger.Info("listening", "addr", addr)
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// newHandler applies the framework's tables and the customers table, and
+// mounts the customers resource behind bearer-token auth.
+func newHandler(ctx context.Context, db *store.DB, tokens map[string]string, logger *slog.Logger) (http.Handler, error) {
+	dialect := db.Dialect.Name()
+	if err := migrations.Up(ctx, db.SQL(), dialect); err != nil {
+		return nil, err
+	}
+	tables, err := fs.Sub(schema, "schema")
+	if err != nil {
+		return nil, err
+	}
+	if err := migrations.Apply(ctx, db.SQL(), dialect, tables, "customers_schema_version"); err != nil {
+		return nil, err
+	}
+	engine, err := framework.NewEngine(db, framework.EngineConfig{Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	col, err := customers(engine)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := framework.NewStaticTokens(tokens)
+	if err != nil {
+		return nil, err
+	}
+	router := gin.New()
+	col.Mount(router.Group("/v1", framework.RequireAuth(auth, logger)))
+	return router, nil
+}

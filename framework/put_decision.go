@@ -1,0 +1,111 @@
+package framework
+
+import (
+	"net/http"
+	"time"
+)
+
+// putAction is what a PUT does next, as decided by [decidePut].
+type putAction int
+
+const (
+	// actInsert: no row; insert (INSERT … ON CONFLICT DO NOTHING).
+	actInsert putAction = iota
+	// actReply: answer with the current row, writing nothing (replay or
+	// convergence; see putDecision.Status, Replayed and Outcome).
+	actReply
+	// actReplyCurrent: like actReply, but the row's business columns were
+	// written by another request than this one (If-None-Match: * replaying a
+	// create after a later replace): render them from the database.
+	actReplyCurrent
+	// actLock: a replace is decided on an unlocked read; read the row again
+	// under a row lock and decide again.
+	actLock
+	// actReplace: the row is locked and may be replaced; version + 1.
+	actReplace
+	// actPurge: the row is a tombstone past its retention; delete it, then
+	// insert.
+	actPurge
+	// actRefuse: answer putDecision.Err, writing nothing.
+	actRefuse
+)
+
+// putState is what a PUT knows when it decides: the request and, when a row
+// was read, the row.
+type putState struct {
+	// Request.
+	Fingerprint     string
+	IfMatch         string
+	IfNoneMatchStar bool
+	// KeyReuse answers a differing If-None-Match: * with 422
+	// idempotency_key_reuse instead of 412 (the legacy POST route).
+	KeyReuse bool
+	Mode     Mode
+	// Row; Exists is false when no row was found.
+	Exists bool
+	Row    System
+	// Locked is true when Row was read under a row lock; Purged when this
+	// request already deleted an expired tombstone of the ID.
+	Locked, Purged bool
+	Now            time.Time
+	Retention      Retention
+}
+
+// putDecision is the outcome of [decidePut].
+type putDecision struct {
+	Action   putAction
+	Status   int
+	Replayed bool
+	Outcome  string
+	Err      error
+}
+
+// decidePut decides what a PUT does with the row it read (DESIGN §5.1). It
+// is pure: the engine reads, calls it, and carries the decision out.
+func decidePut(s putState) putDecision {
+	if !s.Exists {
+		if s.IfMatch != "" {
+			return refuse(Errorf(CodePreconditionFailed, "If-Match given but the resource does not exist"))
+		}
+		return putDecision{Action: actInsert}
+	}
+	r := &s.Row
+	if r.DeletedAt != nil {
+		if s.Purged || s.Retention.TombstoneLive(*r.DeletedAt, s.Now) {
+			return refuse(Errorf(CodeResourceDeleted, "the resource was deleted; its ID cannot be used again"))
+		}
+		return putDecision{Action: actPurge}
+	}
+	switch {
+	case s.IfNoneMatchStar:
+		if r.CreateFingerprint != s.Fingerprint {
+			if s.KeyReuse {
+				return refuse(Errorf(CodeIdempotencyKeyReuse, "this key was used with a different request"))
+			}
+			return refuse(Errorf(CodePreconditionFailed, "If-None-Match: * given but the resource exists with a different creating request"))
+		}
+		d := putDecision{Action: actReply, Status: http.StatusCreated, Replayed: true, Outcome: OutcomeReplayed}
+		if r.Fingerprint != s.Fingerprint {
+			d.Action = actReplyCurrent
+		}
+		return d
+	case s.IfMatch != "" && !etagMatches(s.IfMatch, r.ETag()):
+		return refuse(Errorf(CodePreconditionFailed, "If-Match does not match the current ETag %s", r.ETag()))
+	case r.Fingerprint == s.Fingerprint:
+		switch {
+		case r.Version == 1 && s.Retention.InReplayWindow(r.CreatedAt, s.Now):
+			return putDecision{Action: actReply, Status: http.StatusCreated, Replayed: true, Outcome: OutcomeReplayed}
+		case s.Retention.InReplayWindow(r.UpdatedAt, s.Now):
+			return putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: OutcomeReplayed}
+		default:
+			return putDecision{Action: actReply, Status: http.StatusOK, Outcome: OutcomeConverged}
+		}
+	case s.Mode == CreateOnly:
+		return refuse(Errorf(CodeIdempotencyKeyReuse, "the resource exists with a different body and cannot be replaced"))
+	case !s.Locked:
+		return putDecision{Action: actLock}
+	}
+	return putDecision{Action: actReplace, Status: http.StatusOK, Outcome: OutcomeExecuted}
+}
+
+func refuse(err error) putDecision { return putDecision{Action: actRefuse, Err: err} }

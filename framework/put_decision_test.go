@@ -1,0 +1,133 @@
+package framework
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestDecidePut is DESIGN §5.1 as a table, without a database.
+func TestDecidePut(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ret := DefaultRetention()
+	const fpA, fpB, fpC = "v1:" + "aaaaaaaa", "v1:" + "bbbbbbbb", "v1:" + "cccccccc"
+	row := func(version int64, createFP, fp string, created, updated time.Duration) System {
+		return System{Version: version, CreateFingerprint: createFP, Fingerprint: fp,
+			CreatedAt: now.Add(-created), UpdatedAt: now.Add(-updated)}
+	}
+	deleted := func(s System, ago time.Duration) System {
+		at := now.Add(-ago)
+		s.DeletedAt = &at
+		return s
+	}
+	fresh := row(1, fpA, fpA, time.Minute, time.Minute)
+	replaced := row(2, fpA, fpB, 2*time.Hour, time.Minute)
+	old := row(1, fpA, fpA, 48*time.Hour, 48*time.Hour)
+	oldReplaced := row(3, fpA, fpB, 72*time.Hour, 48*time.Hour)
+
+	type want struct {
+		action   putAction
+		status   int
+		replayed bool
+		outcome  string
+		code     Code
+	}
+	cases := []struct {
+		name string
+		in   putState
+		want want
+	}{
+		{"new ID: insert", putState{Fingerprint: fpA}, want{action: actInsert}},
+		{"new ID with If-Match: 412", putState{Fingerprint: fpA, IfMatch: `"1-aaaaaaaa"`}, want{action: actRefuse, code: CodePreconditionFailed}},
+		{"same body within the window: 201 replay", putState{Fingerprint: fpA, Exists: true, Row: fresh},
+			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: OutcomeReplayed}},
+		{"same body after the window: 200 converged", putState{Fingerprint: fpA, Exists: true, Row: old},
+			want{action: actReply, status: http.StatusOK, outcome: OutcomeConverged}},
+		{"replacing body again within the window: 200 replay", putState{Fingerprint: fpB, Exists: true, Row: replaced},
+			want{action: actReply, status: http.StatusOK, replayed: true, outcome: OutcomeReplayed}},
+		{"replacing body again after the window: 200 converged", putState{Fingerprint: fpB, Exists: true, Row: oldReplaced},
+			want{action: actReply, status: http.StatusOK, outcome: OutcomeConverged}},
+		{"different body, unlocked read: take the lock", putState{Fingerprint: fpB, Exists: true, Row: fresh}, want{action: actLock}},
+		{"different body under the lock: replace", putState{Fingerprint: fpB, Exists: true, Row: fresh, Locked: true},
+			want{action: actReplace, status: http.StatusOK, outcome: OutcomeExecuted}},
+		{"different body, current If-Match, locked: replace", putState{Fingerprint: fpB, IfMatch: `"0-x", "1-aaaaaaaa"`, Exists: true, Row: fresh, Locked: true},
+			want{action: actReplace, status: http.StatusOK, outcome: OutcomeExecuted}},
+		{"If-Match: * on an existing row, locked: replace", putState{Fingerprint: fpB, IfMatch: "*", Exists: true, Row: fresh, Locked: true},
+			want{action: actReplace, status: http.StatusOK, outcome: OutcomeExecuted}},
+		{"different body, stale If-Match: 412", putState{Fingerprint: fpB, IfMatch: `"1-aaaaaaaa"`, Exists: true, Row: replaced},
+			want{action: actRefuse, code: CodePreconditionFailed}},
+		{"weak If-Match never matches: 412", putState{Fingerprint: fpB, IfMatch: `W/"1-aaaaaaaa"`, Exists: true, Row: fresh},
+			want{action: actRefuse, code: CodePreconditionFailed}},
+		{"same body, stale If-Match: 412", putState{Fingerprint: fpB, IfMatch: `"1-aaaaaaaa"`, Exists: true, Row: replaced},
+			want{action: actRefuse, code: CodePreconditionFailed}},
+		{"If-None-Match: * with the creating body: 201 replay", putState{Fingerprint: fpA, IfNoneMatchStar: true, Exists: true, Row: old},
+			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: OutcomeReplayed}},
+		{"If-None-Match: * with the creating body after a replace: 201 replay of the current row", putState{Fingerprint: fpA, IfNoneMatchStar: true, Exists: true, Row: replaced},
+			want{action: actReplyCurrent, status: http.StatusCreated, replayed: true, outcome: OutcomeReplayed}},
+		{"If-None-Match: * with the current but not the creating body: 412", putState{Fingerprint: fpB, IfNoneMatchStar: true, Exists: true, Row: replaced},
+			want{action: actRefuse, code: CodePreconditionFailed}},
+		{"If-None-Match: * with another body: 412", putState{Fingerprint: fpC, IfNoneMatchStar: true, Exists: true, Row: fresh},
+			want{action: actRefuse, code: CodePreconditionFailed}},
+		{"legacy POST with another body: 422", putState{Fingerprint: fpC, IfNoneMatchStar: true, KeyReuse: true, Exists: true, Row: fresh},
+			want{action: actRefuse, code: CodeIdempotencyKeyReuse}},
+		{"create-only, different body: 422", putState{Fingerprint: fpB, Mode: CreateOnly, Exists: true, Row: fresh},
+			want{action: actRefuse, code: CodeIdempotencyKeyReuse}},
+		{"create-only, same body: 201 replay", putState{Fingerprint: fpA, Mode: CreateOnly, Exists: true, Row: fresh},
+			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: OutcomeReplayed}},
+		{"live tombstone: 410", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, time.Hour)},
+			want{action: actRefuse, code: CodeResourceDeleted}},
+		{"live tombstone with If-None-Match: *: 410", putState{Fingerprint: fpA, IfNoneMatchStar: true, Exists: true, Row: deleted(fresh, time.Hour)},
+			want{action: actRefuse, code: CodeResourceDeleted}},
+		{"expired tombstone: purge", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, 31*24*time.Hour)}, want{action: actPurge}},
+		{"expired tombstone already purged by this request: 410", putState{Fingerprint: fpA, Exists: true, Purged: true, Row: deleted(fresh, 31*24*time.Hour)},
+			want{action: actRefuse, code: CodeResourceDeleted}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.in.Now, tc.in.Retention = now, ret
+			d := decidePut(tc.in)
+			got := want{action: d.Action, status: d.Status, replayed: d.Replayed, outcome: d.Outcome}
+			if d.Err != nil {
+				e, ok := AsError(d.Err)
+				if !ok {
+					t.Fatalf("error %v is not a problem", d.Err)
+				}
+				got.code = e.Code
+			}
+			if got != tc.want {
+				t.Fatalf("decidePut = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDefaultRepresentation(t *testing.T) {
+	t.Parallel()
+	s := &System{Status: `dr"aft`, Version: 3, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC), UpdatedAt: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC)}
+	const head = `{"id":"00000000-0000-0000-0000-000000000000","status":"dr\"aft","version":3,"created_at":"2026-01-02T03:04:05.000006Z","updated_at":"2026-01-02T03:04:06Z"`
+	if got := string(defaultRepresentation(s, []byte(`{"a":1}`))); got != head+`,"a":1}` {
+		t.Fatalf("got %s", got)
+	}
+	if got := string(defaultRepresentation(s, []byte(`{}`))); got != head+`}` {
+		t.Fatalf("got %s", got)
+	}
+}
+
+func TestContainsNUL(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]bool{
+		`{"a":"x\u0000"}`:     true,
+		`{"a":"\\\u0000"}`:    true,
+		`{"a":"\\u0000"}`:     false, // a backslash, then the text u0000
+		`{"a":"u0000"}`:       false,
+		`{"a":"\u00000"}`:     true,
+		`{"a":"\\\\u0000"}`:   false,
+		`{"a":"ok","b":"\\"}`: false,
+	} {
+		if got := containsNUL([]byte(body)); got != want {
+			t.Errorf("containsNUL(%s) = %t, want %t", body, got, want)
+		}
+	}
+}

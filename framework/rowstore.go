@@ -1,0 +1,379 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	sqlite "github.com/glebarez/go-sqlite"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+)
+
+// RowStore is the one seam for the SQL of resource rows: every statement the
+// PUT engine issues against a resource table goes through it. Each method
+// runs on the *gorm.DB it is given (a transaction or the pool), so it can
+// join a caller's transaction. Models are pointers to structs embedding
+// [System] (or, for lists and children, pointers to slices of them).
+//
+// Implementations must pass the contract suite in
+// framework/rowstoretest.
+type RowStore interface {
+	// Insert writes p.Row unless a row with its (tenant_id, id) exists:
+	// INSERT … ON CONFLICT (tenant_id, id) DO NOTHING. It reports whether
+	// the row was inserted. A concurrent insert of the same key makes it
+	// wait for that transaction and then report false. A violation of
+	// another unique index is returned as [ErrUniqueViolation].
+	Insert(ctx context.Context, db *gorm.DB, p InsertRowParams) (bool, error)
+	// Read loads the row of p.Key into p.Dest (tombstones too unless
+	// p.LiveOnly), under a row lock when p.ForUpdate, and the child rows
+	// named in p.Preload, which must be those of the version read (not of a
+	// replace that committed in between). It reports false when there is
+	// no such row.
+	Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (bool, error)
+	// Update writes every column of p.Row named in p.Columns to the live row
+	// of p.Key, only while its version is still p.Version (a fenced write).
+	// It reports whether the row was updated.
+	Update(ctx context.Context, db *gorm.DB, p UpdateRowParams) (bool, error)
+	// Tombstone sets deleted_at and updated_at to p.At and bumps the version
+	// of the live row of p.Key (only while its version is p.Version, when
+	// that is positive). It reports whether a row was tombstoned.
+	Tombstone(ctx context.Context, db *gorm.DB, p TombstoneParams) (bool, error)
+	// PurgeTombstone deletes the row of p.Key and its child rows, only when
+	// the row is a tombstone. It reports whether a row was deleted.
+	PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgeParams) (bool, error)
+	// InsertChildren inserts the child rows in p.Rows (a pointer to a
+	// slice) into p.Table.
+	InsertChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error
+	// DeleteChildren deletes the child rows of one resource.
+	DeleteChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error
+	// List loads into p.Dest (a pointer to a slice) up to p.Limit live rows
+	// of p.Tenant matching p.Filters, newest first (created_at, id
+	// descending), after p.After when set, each with the child rows of the
+	// version read.
+	List(ctx context.Context, db *gorm.DB, p ListRowsParams) error
+}
+
+// ErrUniqueViolation is returned (wrapped) by [RowStore.Insert] and
+// [RowStore.Update] when a unique index other than the primary key refuses
+// the row (a customer's email, say).
+var ErrUniqueViolation = errors.New("framework: a unique column already holds this value")
+
+// ErrUnstorableText is returned (wrapped) by the writing methods of
+// [RowStore] when the database refuses a text value it cannot store (a NUL
+// character in PostgreSQL text).
+var ErrUnstorableText = errors.New("framework: a text value cannot be stored")
+
+// RowKey names one resource row.
+type RowKey struct {
+	Table  string
+	Tenant string
+	ID     uuid.UUID
+}
+
+// InsertRowParams are the arguments of [RowStore.Insert].
+type InsertRowParams struct {
+	Table string
+	// Row is a pointer to the model with its [System] columns filled in.
+	// Its associations (child rows) are not written.
+	Row any
+}
+
+// ReadRowParams are the arguments of [RowStore.Read].
+type ReadRowParams struct {
+	Key RowKey
+	// Dest is a pointer to the model.
+	Dest any
+	// ForUpdate takes a row lock (SELECT … FOR UPDATE; on SQLite the write
+	// transaction already holds the database lock).
+	ForUpdate bool
+	// LiveOnly skips tombstones.
+	LiveOnly bool
+	// Preload loads child rows: association field name → ORDER BY.
+	Preload []Preload
+}
+
+// Preload names a has-many association of a model to load with it.
+type Preload struct {
+	// Field is the model's association field ("Items").
+	Field string
+	// OrderBy orders the child rows ("position").
+	OrderBy string
+}
+
+// UpdateRowParams are the arguments of [RowStore.Update].
+type UpdateRowParams struct {
+	Key RowKey
+	// Version is the version the write is fenced on.
+	Version int64
+	// Row is a pointer to the model holding the new values.
+	Row any
+	// Columns names the columns written.
+	Columns []string
+}
+
+// TombstoneParams are the arguments of [RowStore.Tombstone].
+type TombstoneParams struct {
+	Key RowKey
+	// Version, when positive, fences the write on the version read.
+	Version int64
+	At      time.Time
+}
+
+// PurgeParams are the arguments of [RowStore.PurgeTombstone].
+type PurgeParams struct {
+	Key RowKey
+	// Children are the child tables whose rows go with the tombstone.
+	Children []ChildTable
+}
+
+// ChildTable names a child table and its keys: tenant_id and ParentColumn
+// (the parent's id).
+type ChildTable struct {
+	Table        string
+	ParentColumn string
+}
+
+// ChildRowsParams are the arguments of [RowStore.InsertChildren] and
+// [RowStore.DeleteChildren].
+type ChildRowsParams struct {
+	ChildTable
+	Tenant   string
+	ParentID uuid.UUID
+	// Rows is a pointer to a non-empty slice of child rows with their keys
+	// set (InsertChildren only).
+	Rows any
+}
+
+// ListRowsParams are the arguments of [RowStore.List].
+type ListRowsParams struct {
+	Table  string
+	Tenant string
+	// Filters are equality conditions on columns, each backed by an index
+	// that starts with tenant_id.
+	Filters []ColumnFilter
+	// After, when set, is the last row of the previous page.
+	After *ListPosition
+	Limit int
+	// Dest is a pointer to a slice of models.
+	Dest    any
+	Preload []Preload
+}
+
+// ColumnFilter is one equality condition of a list.
+type ColumnFilter struct {
+	Column string
+	Value  string
+}
+
+// ListPosition is a position in the newest-first order of a list.
+type ListPosition struct {
+	CreatedAt time.Time
+	ID        uuid.UUID
+}
+
+// NewRowStore returns the RowStore for dialect, the one every collection
+// uses unless its [Resource.Rows] says otherwise.
+func NewRowStore(dialect store.Dialect) RowStore { return gormRowStore{dialect: dialect} }
+
+var _ RowStore = gormRowStore{}
+
+// gormRowStore writes the SQL through gorm; the spellings that differ
+// between dialects come from [store.Dialect] (row locks) and
+// isUniqueViolation (driver error codes).
+type gormRowStore struct{ dialect store.Dialect }
+
+var keyColumns = []clause.Column{{Name: "tenant_id"}, {Name: "id"}}
+
+func (s gormRowStore) Insert(ctx context.Context, db *gorm.DB, p InsertRowParams) (bool, error) {
+	res := db.WithContext(ctx).Table(p.Table).Omit(clause.Associations).
+		Clauses(clause.OnConflict{Columns: keyColumns, DoNothing: true}).Create(p.Row)
+	if res.Error != nil {
+		return false, uniqueViolation(res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		q := db.WithContext(ctx).Table(p.Key.Table)
+		if p.ForUpdate {
+			q = s.dialect.LockRow(q)
+		}
+		q = preload(q, p.Preload)
+		q = q.Where("tenant_id = ? AND id = ?", p.Key.Tenant, p.Key.ID)
+		if p.LiveOnly {
+			q = q.Where("deleted_at IS NULL")
+		}
+		err := q.Take(p.Dest).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return false, nil
+		}
+		if err != nil || len(p.Preload) == 0 || p.ForUpdate || attempt == 2 {
+			return err == nil, err
+		}
+		// The child rows were read by a second statement: a replace that
+		// committed between the two would pair this row with another
+		// version's children. Unchanged version, consistent read.
+		dest, ok := p.Dest.(Row)
+		if !ok {
+			return true, nil
+		}
+		row := dest.SystemColumns()
+		same, err := s.versionsUnchanged(ctx, db, p.Key.Table, p.Key.Tenant, map[uuid.UUID]int64{row.ID: row.Version})
+		if err != nil || same {
+			return err == nil, err
+		}
+	}
+}
+
+// versionsUnchanged reports whether the rows of tenant named in versions
+// still have those versions.
+func (s gormRowStore) versionsUnchanged(ctx context.Context, db *gorm.DB, table, tenant string, versions map[uuid.UUID]int64) (bool, error) {
+	ids := make([]uuid.UUID, 0, len(versions))
+	for id := range versions {
+		ids = append(ids, id)
+	}
+	var now []struct {
+		ID      uuid.UUID
+		Version int64
+	}
+	if err := db.WithContext(ctx).Table(table).Select("id, version").Where("tenant_id = ? AND id IN ?", tenant, ids).
+		Scan(&now).Error; err != nil {
+		return false, err
+	}
+	if len(now) != len(versions) {
+		return false, nil
+	}
+	for _, r := range now {
+		if versions[r.ID] != r.Version {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func preload(q *gorm.DB, ps []Preload) *gorm.DB {
+	for _, p := range ps {
+		order := p.OrderBy
+		q = q.Preload(p.Field, func(db *gorm.DB) *gorm.DB { return db.Order(order) })
+	}
+	return q
+}
+
+func (s gormRowStore) Update(ctx context.Context, db *gorm.DB, p UpdateRowParams) (bool, error) {
+	res := db.WithContext(ctx).Table(p.Key.Table).Select(p.Columns).Omit(clause.Associations).
+		Where("tenant_id = ? AND id = ? AND version = ? AND deleted_at IS NULL", p.Key.Tenant, p.Key.ID, p.Version).
+		Updates(p.Row)
+	if res.Error != nil {
+		return false, uniqueViolation(res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+func (s gormRowStore) Tombstone(ctx context.Context, db *gorm.DB, p TombstoneParams) (bool, error) {
+	q := db.WithContext(ctx).Table(p.Key.Table).Where("tenant_id = ? AND id = ? AND deleted_at IS NULL", p.Key.Tenant, p.Key.ID)
+	if p.Version > 0 {
+		q = q.Where("version = ?", p.Version)
+	}
+	res := q.Updates(map[string]any{"deleted_at": p.At, "updated_at": p.At, "version": gorm.Expr("version + 1")})
+	return res.RowsAffected == 1, res.Error
+}
+
+func (s gormRowStore) PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgeParams) (bool, error) {
+	db = db.WithContext(ctx)
+	table := quote(db, p.Key.Table)
+	// Child rows first (their foreign key references the row), and only
+	// those of a tombstone.
+	for _, c := range p.Children {
+		if err := db.Exec("DELETE FROM "+quote(db, c.Table)+" WHERE tenant_id = ? AND "+quote(db, c.ParentColumn)+" = ?"+
+			" AND EXISTS (SELECT 1 FROM "+table+" WHERE tenant_id = ? AND id = ? AND deleted_at IS NOT NULL)",
+			p.Key.Tenant, p.Key.ID, p.Key.Tenant, p.Key.ID).Error; err != nil {
+			return false, err
+		}
+	}
+	res := db.Exec("DELETE FROM "+table+" WHERE tenant_id = ? AND id = ? AND deleted_at IS NOT NULL", p.Key.Tenant, p.Key.ID)
+	return res.RowsAffected == 1, res.Error
+}
+
+func (s gormRowStore) InsertChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error {
+	if err := db.WithContext(ctx).Table(p.Table).Omit(clause.Associations).Create(p.Rows).Error; err != nil {
+		return uniqueViolation(err)
+	}
+	return nil
+}
+
+func (s gormRowStore) DeleteChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error {
+	db = db.WithContext(ctx)
+	return db.Exec("DELETE FROM "+quote(db, p.Table)+" WHERE tenant_id = ? AND "+quote(db, p.ParentColumn)+" = ?",
+		p.Tenant, p.ParentID).Error
+}
+
+func (s gormRowStore) List(ctx context.Context, db *gorm.DB, p ListRowsParams) error {
+	for attempt := 0; ; attempt++ {
+		q := preload(db.WithContext(ctx).Table(p.Table), p.Preload).
+			Where("tenant_id = ? AND deleted_at IS NULL", p.Tenant)
+		for _, f := range p.Filters {
+			q = q.Where(clause.Eq{Column: clause.Column{Name: f.Column}, Value: f.Value})
+		}
+		if p.After != nil {
+			q = q.Where("(created_at, id) < (?, ?)", p.After.CreatedAt, p.After.ID)
+		}
+		if err := q.Order("created_at DESC, id DESC").Limit(p.Limit).Find(p.Dest).Error; err != nil {
+			return err
+		}
+		rows := reflect.ValueOf(p.Dest).Elem()
+		if len(p.Preload) == 0 || rows.Len() == 0 || attempt == 2 {
+			return nil
+		}
+		// As in Read: the page's child rows must belong to the versions read.
+		versions := make(map[uuid.UUID]int64, rows.Len())
+		for i := range rows.Len() {
+			r, ok := rows.Index(i).Addr().Interface().(Row)
+			if !ok {
+				return nil
+			}
+			versions[r.SystemColumns().ID] = r.SystemColumns().Version
+		}
+		same, err := s.versionsUnchanged(ctx, db, p.Table, p.Tenant, versions)
+		if err != nil || same {
+			return err
+		}
+		rows.SetLen(0)
+	}
+}
+
+// quote quotes an identifier in the dialect of db.
+func quote(db *gorm.DB, name string) string {
+	var b stringWriter
+	db.Dialector.QuoteTo(&b, name)
+	return string(b)
+}
+
+type stringWriter []byte
+
+func (w *stringWriter) WriteString(s string) (int, error) { *w = append(*w, s...); return len(s), nil }
+func (w *stringWriter) WriteByte(c byte) error            { *w = append(*w, c); return nil }
+
+// uniqueViolation wraps err with ErrUniqueViolation when a unique index
+// refused the row (SQLSTATE 23505 on PostgreSQL, SQLITE_CONSTRAINT_UNIQUE
+// (2067) or _PRIMARYKEY (1555) on SQLite), and with ErrUnstorableText when
+// PostgreSQL refused a text value (22021 character_not_in_repertoire,
+// 22P05 untranslatable_character).
+func uniqueViolation(err error) error {
+	var pgErr *pgconn.PgError
+	var sqlErr *sqlite.Error
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23505",
+		errors.As(err, &sqlErr) && (sqlErr.Code() == 2067 || sqlErr.Code() == 1555):
+		return errors.Join(ErrUniqueViolation, err)
+	case errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05"):
+		return errors.Join(ErrUnstorableText, err)
+	}
+	return err
+}
