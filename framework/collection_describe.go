@@ -54,7 +54,7 @@ func (c *Collection[Cmd, Model]) Describe() []RouteDescription {
 
 	del := RouteDescription{
 		Method: http.MethodDelete, Path: item, OperationID: name + ".delete", Tags: []string{name},
-		Summary:     "Delete a " + name + " resource",
+		Summary: "Delete a " + name + " resource",
 		Description: "Leaves a tombstone: GET answers 404 and a PUT to the ID 410 resource_deleted. " +
 			"With If-Match, only while the ETag is current (else 412).",
 		PathParams: []ParamDescription{id}, Authenticated: true, IfMatch: true,
