@@ -107,7 +107,7 @@ func ReadProblems() []Code {
 // WriteProblems are the problems every authenticated write with a JSON
 // body may answer, before anything specific to the route.
 func WriteProblems() []Code {
-	return []Code{CodeMalformedJSON, CodeValidationFailed, CodeUnauthenticated, CodePayloadTooLarge,
+	return []Code{CodeMalformedJSON, CodeValidationFailed, CodeUnauthenticated, CodePayloadTooLarge, CodeUnsupportedMediaType,
 		CodeRequestInProgress, CodeUnavailable, CodeInternal}
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // contractHeaders are the response headers of the retrysafe contract: an
@@ -120,8 +122,9 @@ func (sc *specChecker) check(r *http.Request, reqBody []byte, rec *httptest.Resp
 	what := fmt.Sprintf("%s %s → %d", r.Method, r.URL.Path, rec.Code)
 	vr := r.Clone(context.Background())
 	vr.Body = io.NopCloser(bytes.NewReader(reqBody))
-	if len(reqBody) > 0 && vr.Header.Get("Content-Type") == "" {
-		// The contract accepts a JSON body without a Content-Type.
+	if ct := vr.Header.Get("Content-Type"); len(reqBody) > 0 && (ct == "" || wire.IsJSONMediaType(ct)) {
+		// The contract accepts a JSON body without a Content-Type, and any
+		// application/*+json type, which OpenAPI has no media range for.
 		vr.Header.Set("Content-Type", "application/json")
 	}
 	route, params, err := sc.router.FindRoute(vr)
@@ -176,9 +179,12 @@ func TestOpenAPIServedDocumentIsValid(t *testing.T) {
 	doc := loadServedSpec(t, e.app.Handler())
 	want := map[string][]string{
 		"PUT /v1/orders/{id}":         {"If-Match", "If-None-Match"},
-		"GET /v1/orders/{id}":         nil,
-		"DELETE /v1/orders/{id}":      nil,
+		"GET /v1/orders/{id}":         {"If-None-Match"},
+		"HEAD /v1/orders/{id}":        {"If-None-Match"},
+		"DELETE /v1/orders/{id}":      {"If-Match"},
 		"GET /v1/orders":              nil,
+		"HEAD /v1/orders":             nil,
+		"GET /v1/ledger":              nil,
 		"POST /v1/orders":             {"Idempotency-Key", "X-Idempotency-Key"},
 		"POST /v1/orders/{id}/submit": nil,
 		"POST /v1/transfers":          {"Idempotency-Key", "X-Idempotency-Key"},

@@ -16,7 +16,7 @@ func (o *Orders) Describe(prefix string, legacy *framework.LegacyConfig) []frame
 		routes = append(routes, o.Collection.DescribeLegacyPOST(*legacy))
 	}
 	submit := framework.DescribeGet(prefix+"/orders/{id}/submit", "orders.submit", "Submit a draft order",
-		reflect.TypeFor[Order](), framework.ParamDescription{Name: "id", Required: true, Format: "uuid"})
+		reflect.TypeFor[Representation](), framework.ParamDescription{Name: "id", Required: true, Format: "uuid"})
 	submit.Method, submit.Tags = http.MethodPost, []string{"orders"}
 	submit.Description = "Moves the order from draft to submitted; it can no longer be replaced (409 resource_locked). Submitting again changes nothing."
 	submit.Responses[0].Headers = []string{"ETag"}
