@@ -187,7 +187,12 @@ func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *ha
 		t.Fatal(err)
 	}
 	w := &widgets{db: db}
-	cfg := postkeys.Config{LeaseDuration: lease, InProgressWait: 50 * time.Millisecond, PollInterval: 5 * time.Millisecond}
+	records, err := postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{ClockOffset: c.Offset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := postkeys.Config{LeaseDuration: lease, InProgressWait: 50 * time.Millisecond, PollInterval: 5 * time.Millisecond,
+		Records: records}
 	if tweak != nil {
 		tweak(&cfg, w)
 	}

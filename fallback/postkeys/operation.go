@@ -222,7 +222,7 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 	if fn := op.ExecuteFunc; fn != nil {
 		in.execute = func(ctx context.Context, tx *gorm.DB, at *attempt) (Response, error) {
 			cmd, _ := at.cmd.(Cmd)
-			return fn(ctx, tx, Request[Cmd]{Tenant: at.id.tenant, Key: at.id.key, Command: cmd,
+			return fn(ctx, tx, Request[Cmd]{Tenant: at.id.Tenant, Key: at.id.Key, Command: cmd,
 				PathParams: at.pathParams, Header: at.header, Now: at.claimedAt})
 		}
 	}
