@@ -6,6 +6,8 @@
 //
 // DATABASE_URL is used when -db is absent; DEMO_API_TOKENS="tok:tenant,…"
 // replaces the default tokens sk_test_acme (acme) and sk_test_globex (globex).
+// DEMO_POSTKEYS_LEASE and DEMO_POSTKEYS_RECOVERY_INTERVAL (Go durations)
+// tune the POST fallback; DEMO_TEST_HOLD is for fault tests.
 package main
 
 import (
@@ -61,7 +63,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	gin.SetMode(gin.ReleaseMode)
 
-	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger})
+	postKeys, err := postKeysConfig(getenv, stdout)
+	if err != nil {
+		return err
+	}
+	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, PostKeys: postKeys})
 	if err != nil {
 		return err
 	}

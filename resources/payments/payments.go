@@ -153,7 +153,7 @@ func (p *Payments) run(ctx context.Context, run *postkeys.Run[Command]) (postkey
 		return postkeys.Response{}, fmt.Errorf("payments: unknown recovery point %q", run.RecoveryPoint())
 	}
 	if row.Status == StatusPending {
-		ch, err := p.charge(ctx, row)
+		ch, err := p.charge(ctx, run, row)
 		if err != nil {
 			return postkeys.Response{}, err
 		}
@@ -182,7 +182,7 @@ func (p *Payments) reconcile(ctx context.Context, run *postkeys.Run[Command]) (p
 	if row.Status == StatusPending {
 		ch, err := p.provider.Lookup(ctx, row.TenantID, row.DownstreamKey)
 		if errors.Is(err, ErrChargeNotFound) {
-			ch, err = p.charge(ctx, row)
+			ch, err = p.charge(ctx, run, row)
 		}
 		if err != nil {
 			return postkeys.Response{}, err
@@ -225,8 +225,13 @@ func (p *Payments) load(ctx context.Context, run *postkeys.Run[Command]) (*payme
 }
 
 // charge calls the provider with the payment's downstream key, bounded by
-// the provider timeout.
-func (p *Payments) charge(ctx context.Context, row *paymentRow) (Charge, error) {
+// the provider timeout. It first renews the attempt's lease: an attempt
+// that stalled past its lease (and was taken over, released or simply
+// outlived) gets postkeys.ErrFenced there and never calls the provider.
+func (p *Payments) charge(ctx context.Context, run *postkeys.Run[Command], row *paymentRow) (Charge, error) {
+	if err := run.Renew(ctx); err != nil {
+		return Charge{}, err
+	}
 	callCtx, cancel := context.WithTimeout(ctx, p.cfg.ProviderTimeout)
 	defer cancel()
 	ch, err := p.provider.Charge(callCtx, row.chargeRequest())
