@@ -11,7 +11,6 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 )
 
-
 // Environment variables that tune the POST fallback of the demo. The fault
 // tests use them to stall an attempt past a short lease without waiting
 // for the default 30 s.
