@@ -54,7 +54,7 @@ func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error)
 		}
 	}
 	tx := db.Gorm.Session(&gorm.Session{NewDB: true, Context: ctx, SkipDefaultTransaction: true})
-	tx.Statement.ConnPool = pinnedTx{conn}
+	tx.Statement.ConnPool = &pinnedTx{conn}
 	panicked := true
 	defer func() {
 		if panicked {
@@ -90,37 +90,38 @@ func (db *DB) abort(ctx context.Context, conn *sql.Conn) {
 // it. It is a gorm.TxCommitter, so that gorm treats it as a transaction
 // (nested Transaction calls become savepoints), and not a TxBeginner, so
 // that gorm never begins a transaction of its own on it. Commit and
-// Rollback belong to Write: called by fn they fail.
+// Rollback belong to Write: called by fn they fail. It is a pointer, as
+// gorm checks committers for nil.
 type pinnedTx struct{ conn *sql.Conn }
 
 var (
-	_ gorm.ConnPool    = pinnedTx{}
-	_ gorm.TxCommitter = pinnedTx{}
+	_ gorm.ConnPool    = (*pinnedTx)(nil)
+	_ gorm.TxCommitter = (*pinnedTx)(nil)
 )
 
-func (p pinnedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+func (p *pinnedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
 	return p.conn.PrepareContext(ctx, query)
 }
 
-func (p pinnedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (p *pinnedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	return p.conn.ExecContext(ctx, query, args...)
 }
 
-func (p pinnedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (p *pinnedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return p.conn.QueryContext(ctx, query, args...)
 }
 
-func (p pinnedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (p *pinnedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	return p.conn.QueryRowContext(ctx, query, args...)
 }
 
 var errOwnedByWrite = errors.New("store: the transaction of DB.Write is committed or rolled back by Write, from fn's return value")
 
 // Commit fails: Write commits when fn returns nil.
-func (pinnedTx) Commit() error { return errOwnedByWrite }
+func (*pinnedTx) Commit() error { return errOwnedByWrite }
 
 // Rollback fails: Write rolls back when fn returns an error.
-func (pinnedTx) Rollback() error { return errOwnedByWrite }
+func (*pinnedTx) Rollback() error { return errOwnedByWrite }
 
 // execDriver runs one statement on the driver connection inside conn.Raw.
 func execDriver(ctx context.Context, dc any, stmt string) error {
