@@ -27,7 +27,7 @@ const (
 	// Phased operations call something outside this database (a payment
 	// provider). [Operation.RunFunc] commits its work in atomic phases
 	// ([Run.Phase]), each recording a recovery point; the attempt holds a
-	// lease, is fenced by its attempt number, and is resumed after a crash
+	// lease, is fenced by a token that never repeats, and is resumed after a crash
 	// by a retry or by the recovery worker.
 	Phased
 )

@@ -12,7 +12,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// attempt is one execution of an operation under one attempt number: the
+// attempt is one execution of an operation under one fencing token: the
 // request's, a retry's that took the record over, or the recovery worker's.
 type attempt struct {
 	a  *Adapter
