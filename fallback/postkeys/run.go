@@ -94,9 +94,16 @@ func (at *attempt) renew(ctx context.Context) error {
 	if !at.recorded {
 		return nil
 	}
-	ok, err := at.a.records.Renew(ctx, at.a.db.Gorm, RenewParams{ID: at.id, Fence: at.fence, Lease: at.a.cfg.LeaseDuration})
+	// In a transaction of its own, so that the lock timeout bounds a wait
+	// on the record's row.
+	var ok bool
+	err := at.a.db.Write(ctx, func(tx *gorm.DB) error {
+		var err error
+		ok, err = at.a.records.Renew(ctx, tx, RenewParams{ID: at.id, Fence: at.fence, Lease: at.a.cfg.LeaseDuration})
+		return err
+	})
 	if err != nil {
-		return at.a.db.Classify(err)
+		return err
 	}
 	if !ok {
 		return ErrFenced

@@ -115,9 +115,14 @@ type CleanupStats struct {
 func (a *Adapter) CleanupOnce(ctx context.Context) (CleanupStats, error) {
 	var stats CleanupStats
 	for ctx.Err() == nil {
-		n, err := a.records.DeleteExpired(ctx, a.db.Gorm, a.cfg.CleanupBatchSize)
+		var n int64
+		err := a.db.Write(ctx, func(tx *gorm.DB) error {
+			var err error
+			n, err = a.records.DeleteExpired(ctx, tx, a.cfg.CleanupBatchSize)
+			return err
+		})
 		if err != nil {
-			return stats, a.db.Classify(err)
+			return stats, err
 		}
 		stats.Batches++
 		stats.Deleted += n
