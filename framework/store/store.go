@@ -22,8 +22,9 @@ type Config struct {
 	// database lock held by a concurrent transaction. [DB.Write] sets it on
 	// each transaction (PostgreSQL SET LOCAL lock_timeout, SQLite busy
 	// timeout). A wait past it fails with [ErrLockTimeout], which the
-	// framework answers 409 request_in_progress + Retry-After. Defaults to
-	// 1s.
+	// framework answers 409 request_in_progress + Retry-After. Statements
+	// run on DB.Gorm outside Write do not get it, so the framework makes
+	// every write that may wait for a lock inside Write. Defaults to 1s.
 	LockTimeout time.Duration
 	// MaxOpenConns caps the connection pool that [Open] creates; [New]
 	// leaves the application's pool as it is. Defaults to 20 for
