@@ -49,7 +49,12 @@ func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error)
 	}
 	for _, stmt := range db.Dialect.begin(lockTimeout) {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			db.abort(ctx, conn)
+			// A failed begin may have left a transaction open (PostgreSQL:
+			// BEGIN ran, SET LOCAL failed) or none (SQLite: BEGIN IMMEDIATE
+			// was busy): roll back whatever there is, and keep the
+			// connection either way (pgx drops one still in a transaction
+			// when it returns to the pool).
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 			return err
 		}
 	}
