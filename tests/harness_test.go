@@ -40,7 +40,7 @@ type env struct {
 func newEnv(t testing.TB, dsn string, cfg ...func(*app.Config)) *env {
 	t.Helper()
 	c := testclock.New(time.Now().UTC())
-	conf := app.Config{DSN: dsn, Now: c.Now}
+	conf := app.Config{DSN: dsn, Now: c.Now, DBClockOffset: c.Offset}
 	for _, f := range cfg {
 		f(&conf)
 	}

@@ -420,8 +420,8 @@ func TestTransferLockTimeoutIsRequestInProgress(t *testing.T) {
 		go func() {
 			done <- e.app.DB.Write(context.Background(), func(tx *gorm.DB) error {
 				err := tx.Exec(`INSERT INTO idempotency_records (tenant_id, operation, idem_key, fingerprint,
-fingerprint_version, state, recovery_point, attempt, locked_until, created_at, updated_at, expires_at)
-VALUES ('acme', 'transfers', 'slow', 'v1:x', 1, 'in_progress', 'started', 1, ?, ?, ?, ?)`,
+fingerprint_version, state, recovery_point, attempt, fence, locked_until, created_at, updated_at, expires_at)
+VALUES ('acme', 'transfers', 'slow', 'v1:x', 1, 'in_progress', 'started', 1, 1, ?, ?, ?, ?)`,
 					now.Add(time.Minute), now, now, now.Add(time.Hour)).Error
 				if err != nil {
 					return err

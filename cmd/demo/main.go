@@ -11,6 +11,9 @@
 // NATS JetStream and runs the ledger's durable consumer; without it the
 // relay hands events to the ledger in process. OTEL_EXPORTER_OTLP_ENDPOINT
 // exports traces with OTLP over HTTP; unset, nothing is traced.
+//
+// DEMO_POSTKEYS_LEASE and DEMO_POSTKEYS_RECOVERY_INTERVAL (Go durations)
+// tune the POST fallback; DEMO_TEST_HOLD is for fault tests.
 package main
 
 import (
@@ -75,8 +78,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer func() { _ = shutdownTracing(context.WithoutCancel(ctx)) }()
 
+	postKeys, err := postKeysConfig(getenv, stdout)
+	if err != nil {
+		return err
+	}
 	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, TracerProvider: tp,
-		Events: app.EventsConfig{NATSURL: *natsURL}})
+		Events: app.EventsConfig{NATSURL: *natsURL}, PostKeys: postKeys})
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ type Adapter struct {
 	db      *store.DB
 	cfg     Config
 	logger  *slog.Logger
-	records recordStore
+	records RecordStore
 	stored  map[string]bool
 
 	oldestInProgress prometheus.Gauge
@@ -49,7 +49,13 @@ func New(e *framework.Engine, cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Adapter{engine: e, db: e.DB(), cfg: cfg, logger: e.Logger(), ops: map[string]*operation{},
+	records := cfg.Records
+	if records == nil {
+		if records, err = NewRecordStore(e.DB(), RecordStoreConfig{}); err != nil {
+			return nil, err
+		}
+	}
+	a := &Adapter{engine: e, db: e.DB(), cfg: cfg, logger: e.Logger(), records: records, ops: map[string]*operation{},
 		stored: map[string]bool{}}
 	for _, h := range cfg.StoredHeaders {
 		a.stored[h] = true
@@ -85,22 +91,16 @@ func (a *Adapter) operation(name string) *operation {
 }
 
 // Lookup returns the live record of (tenant, operation, key); found is
-// false when there is none or it has expired.
+// false when there is none or it has expired on the database clock.
 func (a *Adapter) Lookup(ctx context.Context, tenant, operation, key string) (rec Record, found bool, err error) {
-	rec, found, err = a.records.get(a.db.Gorm.WithContext(ctx), recordID{tenant, operation, key})
+	rec, found, err = a.records.Get(ctx, a.db.Gorm, RecordID{tenant, operation, key})
 	if err != nil {
 		return Record{}, false, a.db.Classify(err)
 	}
-	if found && a.expired(rec, a.engine.Now()) {
+	if found && rec.Expired {
 		return Record{}, false, nil
 	}
 	return rec, found, nil
-}
-
-// expired reports whether a record is past expires_at and so absent. Only
-// completed records expire; unfinished ones wait for their outcome.
-func (a *Adapter) expired(rec Record, now time.Time) bool {
-	return rec.State == StateCompleted && !now.Before(rec.ExpiresAt)
 }
 
 // storable turns an operation's response into what the record keeps: the
@@ -150,13 +150,14 @@ func (a *Adapter) logTransition(ctx context.Context, at *attempt, event string, 
 		fp = sum[:12]
 	}
 	attrs := append([]slog.Attr{
-		slog.String("tenant", at.id.tenant),
-		slog.String("operation", at.id.operation),
-		slog.String("key_sha256", framework.KeyHash(at.id.key)),
+		slog.String("tenant", at.id.Tenant),
+		slog.String("operation", at.id.Operation),
+		slog.String("key_sha256", framework.KeyHash(at.id.Key)),
 		slog.String("fingerprint", fp),
 		slog.String("event", event),
 		slog.String("state", string(state)),
 		slog.Int64("attempt", at.number),
+		slog.Int64("fence", at.fence),
 		slog.String("recovery_point", at.point),
 		slog.Bool("replayed", replayed),
 		slog.Int("status", status),

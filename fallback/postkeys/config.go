@@ -30,6 +30,11 @@ const (
 	// FailPointAfterPhase prefixes the point reached right after a phase
 	// committed: "after_phase:" + the recovery point.
 	FailPointAfterPhase = "after_phase:"
+	// FailPointAfterClaim is reached by a phased attempt right after its
+	// claim (or takeover) committed and before its RunFunc or
+	// ReconcileFunc starts: the record is in progress, nothing else has
+	// happened.
+	FailPointAfterClaim = "after_claim"
 )
 
 // Config tunes [New]. The zero value is ready to use; the record TTL is the
@@ -67,6 +72,9 @@ type Config struct {
 	// CleanupBatchSize bounds the rows one janitor DELETE removes. Defaults
 	// to 1000.
 	CleanupBatchSize int
+	// Records is the store of idempotency records. Defaults to
+	// [NewRecordStore] on the engine's database.
+	Records RecordStore
 	// FailPointFunc is for tests only: it is called at every fail point
 	// (the built-in [FailPointBeforeComplete] and [FailPointAfterPhase]
 	// points, and those an operation names with [Run.FailPoint]); an error

@@ -32,7 +32,7 @@
 // (framework.ComputeFingerprint of tenant, operation, path parameters,
 // semantic headers and the validated command), then the claim: one INSERT …
 // ON CONFLICT statement on the record's primary key (tenant, operation,
-// key) that also reclaims a record past its expires_at.
+// key); a record past its expires_at is reclaimed by one statement too.
 //
 // Two modes:
 //
@@ -43,9 +43,10 @@
 //     the store's lock timeout is 409 request_in_progress).
 //   - [Phased]: the operation calls another system. [Operation.RunFunc]
 //     commits atomic phases with [Run.Phase], each recording a recovery
-//     point; calls carry [Run.DownstreamKey]; the attempt holds a lease and
-//     every write is fenced by its attempt number, so an attempt whose lease
-//     was taken over writes nothing ([ErrFenced]). A retry that finds a live
+//     point; calls carry [Run.DownstreamKey] and are preceded by
+//     [Run.Renew]; the attempt holds a lease and every write is fenced (see
+//     below), so an attempt that stalled past its lease writes nothing and
+//     calls nothing ([ErrFenced]). A retry that finds a live
 //     lease waits up to Config.InProgressWait, then answers 409
 //     request_in_progress; one that finds an expired lease takes the record
 //     over and resumes from its recovery point. An error before the first
@@ -75,7 +76,38 @@
 // replayed rejections, outcome_pending for phased operations) for
 // framework/openapi.
 //
-// Tests simulate crashes with Config.FailPointFunc at
-// [FailPointBeforeComplete], [FailPointAfterPhase] points and the points an
-// operation names with [Run.FailPoint].
+// # Records, the database clock and fencing
+//
+// Every statement on idempotency_records goes through one seam,
+// [RecordStore] (parameter structs; [NewRecordStore] is the PostgreSQL and
+// SQLite implementation, with the dialect spellings in one place), whose
+// contract suite is the package recordstoretest. Config.Records swaps it.
+//
+// Leases, expiry and retention are evaluated on the database clock
+// (statement_timestamp() on PostgreSQL, 'now' on SQLite), in the statement
+// that acts on them, never on a process clock: processes with skewed clocks
+// cannot take over live work, and no lease is computed from a time taken
+// before a pause. Tests do not sleep: [RecordStoreConfig].ClockOffset
+// shifts the database clock as the store reads it (nil in production), and
+// the tests pass their test clock's offset so that one Advance moves the
+// engine's clock and the database's together.
+//
+// Each claim, reclaim and takeover draws a fencing token ([Record].Fence)
+// that never repeats for a key, across releases, re-claims and the
+// janitor's deletes: it comes from a database sequence (on SQLite a
+// one-row counter advanced by triggers in the same statement), not from a
+// per-record counter, which would start again once the record is gone.
+// A phase commit, a renewal, a completion, a release or an unknown mark
+// applies only while the attempt's token is the record's and its lease is
+// live on the database clock. So an attempt that wakes up after a
+// takeover, after a release and a new claim, or after its own lease ended
+// writes nothing, completes nothing and, since a phased operation renews
+// its lease before each call out, calls no provider. [Run.Attempt] is the
+// human-readable attempt count; it restarts after a release, the token
+// does not.
+//
+// Tests simulate crashes and stalls with Config.FailPointFunc at
+// [FailPointAfterClaim], [FailPointAfterPhase] points,
+// [FailPointBeforeComplete] and the points an operation names with
+// [Run.FailPoint].
 package postkeys

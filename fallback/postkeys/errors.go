@@ -4,9 +4,10 @@ import "errors"
 
 var (
 	// ErrFenced is returned by [Run.Phase] and [Run.Renew] when the attempt
-	// no longer owns its record: its lease expired and a newer attempt took
-	// the record over (or it was completed). Nothing the failed phase wrote
-	// was committed. A RunFunc or ReconcileFunc that gets it must stop and
+	// no longer owns its record: its fencing token is not the record's any
+	// more (a newer attempt took it over, or it was released and claimed
+	// again, or completed) or its lease ended on the database clock.
+	// Nothing the failed phase wrote was committed. A RunFunc or ReconcileFunc that gets it must stop and
 	// return it; the adapter then answers with the newer attempt's outcome.
 	ErrFenced = errors.New("postkeys: the attempt was fenced off by a newer attempt")
 

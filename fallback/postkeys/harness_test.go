@@ -48,6 +48,9 @@ type widgets struct {
 	db         *store.DB
 	runs       atomic.Int64
 	reconciles atomic.Int64
+	// provider counts the calls to the stand-in for another system, which
+	// run makes after its phase and a lease renewal.
+	provider atomic.Int64
 	// hooks, set before requests are sent; each gets the attempt number.
 	beforePhase  func(attempt int64) error
 	afterPhase   func(attempt int64) error
@@ -101,6 +104,10 @@ func (w *widgets) run(ctx context.Context, run *postkeys.Run[widgetCmd]) (postke
 			return postkeys.Response{}, err
 		}
 	}
+	if err := run.Renew(ctx); err != nil {
+		return postkeys.Response{}, err
+	}
+	w.provider.Add(1)
 	if cmd.Decline {
 		return postkeys.Response{}, framework.Errorf(codeDeclined, "the widget was declined")
 	}
@@ -191,7 +198,12 @@ func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *ha
 		t.Fatal(err)
 	}
 	w := &widgets{db: db}
-	cfg := postkeys.Config{LeaseDuration: lease, InProgressWait: 50 * time.Millisecond, PollInterval: 5 * time.Millisecond}
+	records, err := postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{ClockOffset: c.Offset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := postkeys.Config{LeaseDuration: lease, InProgressWait: 50 * time.Millisecond, PollInterval: 5 * time.Millisecond,
+		Records: records}
 	if tweak != nil {
 		tweak(&cfg, w)
 	}

@@ -27,7 +27,7 @@ const (
 	// Phased operations call something outside this database (a payment
 	// provider). [Operation.RunFunc] commits its work in atomic phases
 	// ([Run.Phase]), each recording a recovery point; the attempt holds a
-	// lease, is fenced by its attempt number, and is resumed after a crash
+	// lease, is fenced by a token that never repeats, and is resumed after a crash
 	// by a retry or by the recovery worker.
 	Phased
 )
@@ -221,7 +221,7 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 	if fn := op.ExecuteFunc; fn != nil {
 		in.execute = func(ctx context.Context, tx *gorm.DB, at *attempt) (Response, error) {
 			cmd, _ := at.cmd.(Cmd)
-			return fn(ctx, tx, Request[Cmd]{Tenant: at.id.tenant, Key: at.id.key, Command: cmd,
+			return fn(ctx, tx, Request[Cmd]{Tenant: at.id.Tenant, Key: at.id.Key, Command: cmd,
 				PathParams: at.pathParams, Header: at.header, Now: at.claimedAt})
 		}
 	}

@@ -1,11 +1,17 @@
 package postkeys
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // State is the state of an idempotency record.
@@ -22,8 +28,15 @@ const (
 	stateReleased State = "released"
 )
 
-// Record is a stored idempotency record, as [Adapter.Lookup] and a
-// RenderFunc see it.
+// RecordID names a record: its primary key.
+type RecordID struct {
+	Tenant    string
+	Operation string
+	Key       string
+}
+
+// Record is a stored idempotency record, as [Adapter.Lookup], a RenderFunc
+// and a [RecordStore] see it. Its times are the database's.
 type Record struct {
 	Tenant             string
 	Operation          string
@@ -32,7 +45,13 @@ type Record struct {
 	FingerprintVersion int
 	State              State
 	RecoveryPoint      string
-	Attempt            int64
+	// Attempt counts the attempts of the record's current life (1 for
+	// the claim, +1 per takeover).
+	Attempt int64
+	// Fence is the fencing token of the attempt that owns the record: it
+	// never repeats for a key, across releases, re-claims and the
+	// janitor's deletes.
+	Fence int64
 	// LockedUntil is the lease of the attempt in progress (zero when none).
 	LockedUntil    time.Time
 	ResponseStatus int
@@ -45,9 +64,479 @@ type Record struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	ExpiresAt    time.Time
+	// Expired reports that the record was completed and past expires_at
+	// on the database clock when it was read: it counts as absent.
+	Expired bool
+	// LeaseExpired reports that LockedUntil had passed on the database
+	// clock when the record was read.
+	LeaseExpired bool
 }
 
-// recordRow is the row shape of idempotency_records.
+// ID returns the record's primary key.
+func (r Record) ID() RecordID { return RecordID{r.Tenant, r.Operation, r.Key} }
+
+// Claim is what a successful claim or takeover hands the new attempt.
+type Claim struct {
+	// Fence is the attempt's fencing token: every later write of the
+	// attempt names it.
+	Fence int64
+	// Attempt is the attempt's number in the record's current life.
+	Attempt int64
+}
+
+// ClaimParams are the arguments of [RecordStore.Insert] and
+// [RecordStore.Reclaim].
+type ClaimParams struct {
+	ID                 RecordID
+	Fingerprint        string
+	FingerprintVersion int
+	// Lease is how long the new attempt owns the record, from the database
+	// clock at the claim.
+	Lease time.Duration
+	// TTL sets expires_at (database clock + TTL) until completion sets it
+	// again.
+	TTL time.Duration
+}
+
+// TakeoverParams are the arguments of [RecordStore.Takeover].
+type TakeoverParams struct {
+	ID RecordID
+	// Fence is the token the taker saw on the record.
+	Fence int64
+	// From is the state the taker saw: StateUnknown, or StateInProgress
+	// (then the lease must have expired on the database clock).
+	From  State
+	Lease time.Duration
+}
+
+// AdvanceParams are the arguments of [RecordStore.Advance].
+type AdvanceParams struct {
+	ID    RecordID
+	Fence int64
+	// Point is the new recovery point.
+	Point string
+	// Ref, when not empty, replaces the resource reference.
+	Ref   string
+	Lease time.Duration
+}
+
+// RenewParams are the arguments of [RecordStore.Renew].
+type RenewParams struct {
+	ID    RecordID
+	Fence int64
+	Lease time.Duration
+}
+
+// CompleteParams are the arguments of [RecordStore.Complete]: the outcome
+// to store.
+type CompleteParams struct {
+	ID     RecordID
+	Fence  int64
+	Status int
+	Header http.Header
+	// Body is stored as is; nil with Truncated.
+	Body      []byte
+	Truncated bool
+	// Ref, when not empty, replaces the resource reference.
+	Ref       string
+	ErrorCode string
+	// TTL is the replay window: expires_at = database clock + TTL.
+	TTL time.Duration
+}
+
+// MarkUnknownParams are the arguments of [RecordStore.MarkUnknown].
+type MarkUnknownParams struct {
+	ID        RecordID
+	Fence     int64
+	ErrorCode string
+}
+
+// ReleaseParams are the arguments of [RecordStore.Release].
+type ReleaseParams struct {
+	ID    RecordID
+	Fence int64
+}
+
+// RecordStats are what the gauges show.
+type RecordStats struct {
+	// OldestInProgress is the age of the oldest in_progress record on the
+	// database clock (0 when there is none).
+	OldestInProgress time.Duration
+	// Unknown counts the unknown records.
+	Unknown int64
+}
+
+// RecordStore is the one seam for the SQL of idempotency records: every
+// statement the POST fallback issues on idempotency_records is a method
+// here. Each method runs on db, the caller's transaction (from
+// store.DB.Write) or the pool, so that a record's writes commit together
+// with the business writes.
+//
+// Every implementation keeps these rules, which the contract suite in
+// recordstoretest checks:
+//   - Times are the database's clock, read by the statement itself; no
+//     method takes a time from the process.
+//   - A claim and a takeover are each one statement and hand out a fence
+//     token that was never handed out for that key before.
+//   - Every write of an attempt (Advance, Renew, Complete, MarkUnknown,
+//     Release) applies only while its fence is the record's and the record
+//     is in_progress with its lease still live on the database clock; it
+//     reports false otherwise and writes nothing.
+//   - Insert and Get take no row lock and write nothing when the key is
+//     held, so that a replay is a read.
+//   - Errors pass through unclassified; the caller classifies them with
+//     store.DB.Classify (a wait past the lock timeout is
+//     store.ErrLockTimeout).
+type RecordStore interface {
+	// Insert claims a key nobody holds: a fresh in_progress record at
+	// attempt 1, with one INSERT … ON CONFLICT DO NOTHING. ok is false when
+	// a record exists (live or not). On PostgreSQL a concurrent uncommitted
+	// insert of the key makes it wait for that transaction, up to the lock
+	// timeout.
+	Insert(ctx context.Context, db *gorm.DB, p ClaimParams) (c Claim, ok bool, err error)
+	// Reclaim claims a key whose record is completed and expired, or
+	// absent, in one statement; a live record is left as it is (ok false).
+	Reclaim(ctx context.Context, db *gorm.DB, p ClaimParams) (c Claim, ok bool, err error)
+	// Get reads a record with its Expired and LeaseExpired flags as of the
+	// database clock; found is false when there is none.
+	Get(ctx context.Context, db *gorm.DB, id RecordID) (rec Record, found bool, err error)
+	// Takeover moves a record that is unknown, or in_progress past its
+	// lease, to a new attempt, if it still carries the fence the taker saw:
+	// of several concurrent takers exactly one gets ok.
+	Takeover(ctx context.Context, db *gorm.DB, p TakeoverParams) (c Claim, ok bool, err error)
+	// Advance records a phase's recovery point (and reference) and renews
+	// the lease; fenced.
+	Advance(ctx context.Context, db *gorm.DB, p AdvanceParams) (ok bool, err error)
+	// Renew extends the lease; fenced.
+	Renew(ctx context.Context, db *gorm.DB, p RenewParams) (ok bool, err error)
+	// Complete stores the outcome and ends the lease; fenced.
+	Complete(ctx context.Context, db *gorm.DB, p CompleteParams) (ok bool, err error)
+	// MarkUnknown records that the attempt failed after a side effect;
+	// fenced.
+	MarkUnknown(ctx context.Context, db *gorm.DB, p MarkUnknownParams) (ok bool, err error)
+	// Release removes the record of an attempt still at [PointStarted]:
+	// the key is free again. Fenced; the next claim draws a new fence.
+	Release(ctx context.Context, db *gorm.DB, p ReleaseParams) (ok bool, err error)
+	// ListUnfinished lists up to limit records that need the recovery
+	// worker, oldest update first: in_progress past their lease, and
+	// unknown.
+	ListUnfinished(ctx context.Context, db *gorm.DB, limit int) ([]Record, error)
+	// DeleteExpired deletes up to limit completed records past expires_at,
+	// in one statement. It never deletes in_progress or unknown records.
+	DeleteExpired(ctx context.Context, db *gorm.DB, limit int) (int64, error)
+	// Stats reads what the gauges show.
+	Stats(ctx context.Context, db *gorm.DB) (RecordStats, error)
+}
+
+// RecordStoreConfig configures [NewRecordStore]. The zero value is ready to
+// use.
+type RecordStoreConfig struct {
+	// ClockOffset, when set, is added to the database clock in every
+	// statement, as if the database's clock ran that far ahead. For tests
+	// only: they move it to expire leases and replay windows instead of
+	// sleeping. Defaults to nil: the database clock as it is.
+	ClockOffset func() time.Duration
+}
+
+// NewRecordStore returns the [RecordStore] for db's dialect (PostgreSQL or
+// SQLite), on the table that migrations.Up creates.
+func NewRecordStore(db *store.DB, cfg RecordStoreConfig) (RecordStore, error) {
+	if db == nil {
+		return nil, fmt.Errorf("postkeys: NewRecordStore needs a database")
+	}
+	var d recordDialect
+	switch db.Dialect.Name() {
+	case "postgres":
+		d = postgresRecords
+	case "sqlite":
+		d = sqliteRecords
+	default:
+		return nil, fmt.Errorf("postkeys: no record store for dialect %q", db.Dialect.Name())
+	}
+	return newGormRecordStore(d, cfg.ClockOffset), nil
+}
+
+var _ RecordStore = (*gormRecordStore)(nil)
+
+// recordDialect is every spelling of the record SQL that differs between
+// PostgreSQL and SQLite: the database clock, a time a duration from it,
+// the next fence token, and an age in seconds. Everything else (ON
+// CONFLICT … DO UPDATE … WHERE … RETURNING, row values) is written once.
+type recordDialect struct {
+	// now is the database clock, shifted by the named argument @off.
+	now string
+	// plus is now + the named argument %s (a duration).
+	plus string
+	// nextFence hands out the next fence token.
+	nextFence string
+	// ageSeconds is the age in seconds of the time expression %s.
+	ageSeconds string
+	// duration spells a duration as the argument now and plus take.
+	duration func(time.Duration) string
+}
+
+var (
+	// PostgreSQL: statement_timestamp() is when the statement arrived (not
+	// the transaction's start, which a stalled transaction would keep
+	// old); fences come from a sequence.
+	postgresRecords = recordDialect{
+		now:        "(statement_timestamp() + CAST(@off AS interval))",
+		plus:       "(statement_timestamp() + CAST(@off AS interval) + CAST(@%s AS interval))",
+		nextFence:  "nextval('idempotency_records_fence_seq')",
+		ageSeconds: "CAST(EXTRACT(EPOCH FROM (statement_timestamp() + CAST(@off AS interval) - %s)) AS DOUBLE PRECISION)",
+		duration:   func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) + " microseconds" },
+	}
+	// SQLite: 'now' is fixed for one statement; times are UTC text with
+	// milliseconds, one fixed width, so they compare as text; fences come
+	// from idempotency_fence, advanced by the table's triggers.
+	sqliteRecords = recordDialect{
+		now:        "strftime('%Y-%m-%d %H:%M:%f', 'now', @off)",
+		plus:       "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', @off, @%s)",
+		nextFence:  "(SELECT last + 1 FROM idempotency_fence WHERE id = 1)",
+		ageSeconds: "((julianday('now', @off) - julianday(%s)) * 86400.0)",
+		duration:   func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 6, 64) + " seconds" },
+	}
+)
+
+// gormRecordStore is the [RecordStore] of PostgreSQL and SQLite. Its SQL is
+// built once from the dialect's spellings.
+type gormRecordStore struct {
+	d      recordDialect
+	offset func() time.Duration
+	sql    map[string]string
+}
+
+const recordColumns = `tenant_id, operation, idem_key, fingerprint, fingerprint_version, state, recovery_point,
+    attempt, fence, locked_until, response_status, response_headers, response_body, response_truncated,
+    resource_ref, error_code, created_at, updated_at, expires_at`
+
+// claimColumns are the columns a claim sets; the response columns keep
+// their defaults (NULL, FALSE).
+const claimColumns = `tenant_id, operation, idem_key, fingerprint, fingerprint_version, state, recovery_point,
+    attempt, fence, locked_until, created_at, updated_at, expires_at`
+
+const pkWhere = "tenant_id = @tenant AND operation = @operation AND idem_key = @key"
+
+// liveAttempt is the fence of every write of an attempt: its token is the
+// record's and its lease is live on the database clock.
+const liveAttempt = pkWhere + " AND fence = @fence AND state = 'in_progress' AND locked_until > {now}"
+
+var recordSQL = map[string]string{
+	// INSERT … SELECT … WHERE NOT EXISTS: a key that is held (the replay
+	// path) draws no fence and attempts no insert; ON CONFLICT DO NOTHING
+	// covers a concurrent insert of the same key.
+	"insert": `INSERT INTO idempotency_records (` + claimColumns + `)
+SELECT @tenant, @operation, @key, @fingerprint, CAST(@version AS INTEGER), 'in_progress', @point, 1,
+    {next_fence}, {lease}, {now}, {now}, {ttl}
+WHERE NOT EXISTS (SELECT 1 FROM idempotency_records WHERE ` + pkWhere + `)
+ON CONFLICT (tenant_id, operation, idem_key) DO NOTHING
+RETURNING fence, attempt`,
+	"reclaim": `INSERT INTO idempotency_records (` + claimColumns + `)
+VALUES (@tenant, @operation, @key, @fingerprint, CAST(@version AS INTEGER), 'in_progress', @point, 1,
+    {next_fence}, {lease}, {now}, {now}, {ttl})
+ON CONFLICT (tenant_id, operation, idem_key) DO UPDATE SET
+    fingerprint = excluded.fingerprint,
+    fingerprint_version = excluded.fingerprint_version,
+    state = 'in_progress',
+    recovery_point = excluded.recovery_point,
+    attempt = idempotency_records.attempt + 1,
+    fence = excluded.fence,
+    locked_until = excluded.locked_until,
+    response_status = NULL,
+    response_headers = NULL,
+    response_body = NULL,
+    response_truncated = FALSE,
+    resource_ref = NULL,
+    error_code = NULL,
+    created_at = excluded.created_at,
+    updated_at = excluded.updated_at,
+    expires_at = excluded.expires_at
+WHERE idempotency_records.state = 'completed' AND idempotency_records.expires_at <= {now}
+RETURNING fence, attempt`,
+	"get": `SELECT ` + recordColumns + `,
+    CASE WHEN state = 'completed' AND expires_at <= {now} THEN 1 ELSE 0 END AS expired,
+    CASE WHEN locked_until IS NOT NULL AND locked_until <= {now} THEN 1 ELSE 0 END AS lease_expired
+FROM idempotency_records WHERE ` + pkWhere,
+	"takeover": `UPDATE idempotency_records
+SET state = 'in_progress', attempt = attempt + 1, fence = {next_fence}, locked_until = {lease}, updated_at = {now}
+WHERE ` + pkWhere + ` AND fence = @fence AND state = @from AND (state = 'unknown' OR locked_until <= {now})
+RETURNING fence, attempt`,
+	"advance": `UPDATE idempotency_records
+SET recovery_point = @point, resource_ref = COALESCE(@ref, resource_ref), locked_until = {lease}, updated_at = {now}
+WHERE ` + liveAttempt,
+	"renew": `UPDATE idempotency_records SET locked_until = {lease}, updated_at = {now}
+WHERE ` + liveAttempt,
+	"complete": `UPDATE idempotency_records
+SET state = 'completed', locked_until = NULL, response_status = @status, response_headers = @headers,
+    response_body = @body, response_truncated = @truncated, resource_ref = COALESCE(@ref, resource_ref),
+    error_code = @code, updated_at = {now}, expires_at = {ttl}
+WHERE ` + liveAttempt,
+	"unknown": `UPDATE idempotency_records SET state = 'unknown', locked_until = NULL, error_code = @code, updated_at = {now}
+WHERE ` + liveAttempt,
+	"release": `DELETE FROM idempotency_records WHERE ` + liveAttempt + ` AND recovery_point = @point`,
+	"unfinished": `SELECT ` + recordColumns + `, 0 AS expired,
+    CASE WHEN state = 'in_progress' THEN 1 ELSE 0 END AS lease_expired
+FROM idempotency_records
+WHERE (state = 'in_progress' AND locked_until <= {now}) OR state = 'unknown'
+ORDER BY updated_at LIMIT @limit`,
+	"delete_expired": `DELETE FROM idempotency_records
+WHERE state = 'completed' AND expires_at <= {now} AND (tenant_id, operation, idem_key) IN (
+    SELECT tenant_id, operation, idem_key FROM idempotency_records
+    WHERE state = 'completed' AND expires_at <= {now}
+    ORDER BY expires_at LIMIT @limit)`,
+	"stats": `SELECT
+    (SELECT {age_of_oldest} FROM idempotency_records WHERE state = 'in_progress') AS oldest_seconds,
+    (SELECT count(*) FROM idempotency_records WHERE state = 'unknown') AS unknown`,
+}
+
+func newGormRecordStore(d recordDialect, offset func() time.Duration) *gormRecordStore {
+	r := strings.NewReplacer(
+		"{now}", d.now,
+		"{lease}", fmt.Sprintf(d.plus, "lease"),
+		"{ttl}", fmt.Sprintf(d.plus, "ttl"),
+		"{next_fence}", d.nextFence,
+		"{age_of_oldest}", fmt.Sprintf(d.ageSeconds, "MIN(created_at)"),
+	)
+	s := &gormRecordStore{d: d, offset: offset, sql: map[string]string{}}
+	for name, q := range recordSQL {
+		s.sql[name] = r.Replace(q)
+	}
+	return s
+}
+
+// args returns the named arguments of one statement: the clock offset and
+// the record's key, plus more.
+func (s *gormRecordStore) args(id RecordID, more map[string]any) map[string]any {
+	var off time.Duration
+	if s.offset != nil {
+		off = s.offset()
+	}
+	args := map[string]any{"off": s.d.duration(off), "tenant": id.Tenant, "operation": id.Operation, "key": id.Key}
+	for k, v := range more {
+		args[k] = v
+	}
+	return args
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// returning runs a statement with RETURNING fence, attempt.
+func (s *gormRecordStore) returning(ctx context.Context, db *gorm.DB, name string, args map[string]any) (Claim, bool, error) {
+	var rows []Claim
+	if err := db.WithContext(ctx).Raw(s.sql[name], args).Scan(&rows).Error; err != nil || len(rows) == 0 {
+		return Claim{}, false, err
+	}
+	return rows[0], true, nil
+}
+
+func (s *gormRecordStore) exec(ctx context.Context, db *gorm.DB, name string, args map[string]any) (int64, error) {
+	res := db.WithContext(ctx).Exec(s.sql[name], args)
+	return res.RowsAffected, res.Error
+}
+
+func (s *gormRecordStore) claimArgs(p ClaimParams) map[string]any {
+	return s.args(p.ID, map[string]any{"fingerprint": p.Fingerprint, "version": p.FingerprintVersion,
+		"point": PointStarted, "lease": s.d.duration(p.Lease), "ttl": s.d.duration(p.TTL)})
+}
+
+func (s *gormRecordStore) Insert(ctx context.Context, db *gorm.DB, p ClaimParams) (Claim, bool, error) {
+	return s.returning(ctx, db, "insert", s.claimArgs(p))
+}
+
+func (s *gormRecordStore) Reclaim(ctx context.Context, db *gorm.DB, p ClaimParams) (Claim, bool, error) {
+	return s.returning(ctx, db, "reclaim", s.claimArgs(p))
+}
+
+func (s *gormRecordStore) Get(ctx context.Context, db *gorm.DB, id RecordID) (Record, bool, error) {
+	var rows []recordRow
+	if err := db.WithContext(ctx).Raw(s.sql["get"], s.args(id, nil)).Scan(&rows).Error; err != nil || len(rows) == 0 {
+		return Record{}, false, err
+	}
+	return rows[0].record(), true, nil
+}
+
+func (s *gormRecordStore) Takeover(ctx context.Context, db *gorm.DB, p TakeoverParams) (Claim, bool, error) {
+	return s.returning(ctx, db, "takeover", s.args(p.ID, map[string]any{"fence": p.Fence, "from": string(p.From),
+		"lease": s.d.duration(p.Lease)}))
+}
+
+func (s *gormRecordStore) Advance(ctx context.Context, db *gorm.DB, p AdvanceParams) (bool, error) {
+	n, err := s.exec(ctx, db, "advance", s.args(p.ID, map[string]any{"fence": p.Fence, "point": p.Point,
+		"ref": nullable(p.Ref), "lease": s.d.duration(p.Lease)}))
+	return n == 1, err
+}
+
+func (s *gormRecordStore) Renew(ctx context.Context, db *gorm.DB, p RenewParams) (bool, error) {
+	n, err := s.exec(ctx, db, "renew", s.args(p.ID, map[string]any{"fence": p.Fence, "lease": s.d.duration(p.Lease)}))
+	return n == 1, err
+}
+
+func (s *gormRecordStore) Complete(ctx context.Context, db *gorm.DB, p CompleteParams) (bool, error) {
+	header, err := json.Marshal(p.Header)
+	if err != nil {
+		return false, err
+	}
+	body := p.Body
+	if body == nil && !p.Truncated {
+		body = []byte{}
+	}
+	if p.Truncated {
+		body = nil
+	}
+	n, err := s.exec(ctx, db, "complete", s.args(p.ID, map[string]any{"fence": p.Fence, "status": p.Status,
+		"headers": string(header), "body": body, "truncated": p.Truncated, "ref": nullable(p.Ref),
+		"code": nullable(p.ErrorCode), "ttl": s.d.duration(p.TTL)}))
+	return n == 1, err
+}
+
+func (s *gormRecordStore) MarkUnknown(ctx context.Context, db *gorm.DB, p MarkUnknownParams) (bool, error) {
+	n, err := s.exec(ctx, db, "unknown", s.args(p.ID, map[string]any{"fence": p.Fence, "code": nullable(p.ErrorCode)}))
+	return n == 1, err
+}
+
+func (s *gormRecordStore) Release(ctx context.Context, db *gorm.DB, p ReleaseParams) (bool, error) {
+	n, err := s.exec(ctx, db, "release", s.args(p.ID, map[string]any{"fence": p.Fence, "point": PointStarted}))
+	return n == 1, err
+}
+
+func (s *gormRecordStore) ListUnfinished(ctx context.Context, db *gorm.DB, limit int) ([]Record, error) {
+	var rows []recordRow
+	if err := db.WithContext(ctx).Raw(s.sql["unfinished"], s.args(RecordID{}, map[string]any{"limit": limit})).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	recs := make([]Record, len(rows))
+	for i := range rows {
+		recs[i] = rows[i].record()
+	}
+	return recs, nil
+}
+
+func (s *gormRecordStore) DeleteExpired(ctx context.Context, db *gorm.DB, limit int) (int64, error) {
+	return s.exec(ctx, db, "delete_expired", s.args(RecordID{}, map[string]any{"limit": limit}))
+}
+
+func (s *gormRecordStore) Stats(ctx context.Context, db *gorm.DB) (RecordStats, error) {
+	var row struct {
+		OldestSeconds *float64 `gorm:"column:oldest_seconds"`
+		Unknown       int64    `gorm:"column:unknown"`
+	}
+	if err := db.WithContext(ctx).Raw(s.sql["stats"], s.args(RecordID{}, nil)).Scan(&row).Error; err != nil {
+		return RecordStats{}, err
+	}
+	stats := RecordStats{Unknown: row.Unknown}
+	if row.OldestSeconds != nil {
+		stats.OldestInProgress = max(0, time.Duration(*row.OldestSeconds*float64(time.Second)))
+	}
+	return stats, nil
+}
+
+// recordRow is the row shape of idempotency_records, with the flags Get
+// computes on the database clock.
 type recordRow struct {
 	TenantID           string     `gorm:"column:tenant_id"`
 	Operation          string     `gorm:"column:operation"`
@@ -57,6 +546,7 @@ type recordRow struct {
 	State              string     `gorm:"column:state"`
 	RecoveryPoint      string     `gorm:"column:recovery_point"`
 	Attempt            int64      `gorm:"column:attempt"`
+	Fence              int64      `gorm:"column:fence"`
 	LockedUntil        *time.Time `gorm:"column:locked_until"`
 	ResponseStatus     *int       `gorm:"column:response_status"`
 	ResponseHeaders    *string    `gorm:"column:response_headers"`
@@ -67,13 +557,16 @@ type recordRow struct {
 	CreatedAt          time.Time  `gorm:"column:created_at"`
 	UpdatedAt          time.Time  `gorm:"column:updated_at"`
 	ExpiresAt          time.Time  `gorm:"column:expires_at"`
+	Expired            int        `gorm:"column:expired"`
+	LeaseExpired       int        `gorm:"column:lease_expired"`
 }
 
 func (r *recordRow) record() Record {
 	rec := Record{Tenant: r.TenantID, Operation: r.Operation, Key: r.IdemKey, Fingerprint: r.Fingerprint,
 		FingerprintVersion: r.FingerprintVersion, State: State(r.State), RecoveryPoint: r.RecoveryPoint,
-		Attempt: r.Attempt, ResponseBody: r.ResponseBody, Truncated: r.ResponseTruncated,
-		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC()}
+		Attempt: r.Attempt, Fence: r.Fence, ResponseBody: r.ResponseBody, Truncated: r.ResponseTruncated,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
+		Expired: r.Expired == 1, LeaseExpired: r.LeaseExpired == 1}
 	if r.LockedUntil != nil {
 		rec.LockedUntil = r.LockedUntil.UTC()
 	}
@@ -100,201 +593,4 @@ type storedResponse struct {
 	truncated bool
 	ref       string
 	errorCode string
-}
-
-// recordStore holds every statement on idempotency_records. The SQL is the
-// same for PostgreSQL and SQLite (INSERT … ON CONFLICT … DO UPDATE … WHERE
-// … RETURNING, row values): a difference would go to store.Dialect. Every
-// method takes the *gorm.DB to run on, a transaction or the pool, so that
-// a record's writes join the caller's transaction. Times are parameters
-// from the engine's clock, never the database's, so tests move time.
-type recordStore struct{}
-
-const table = "idempotency_records"
-
-const pkWhere = "tenant_id = ? AND operation = ? AND idem_key = ?"
-
-// insert takes a key nobody holds: a fresh in_progress record at attempt 1,
-// in one INSERT … ON CONFLICT DO NOTHING. Unlike claim's DO UPDATE, a
-// conflict takes no row lock (and so writes nothing); on PostgreSQL a
-// conflicting uncommitted insert makes it wait for that transaction.
-func (recordStore) insert(db *gorm.DB, id recordID, fingerprint string, version int, now, lockedUntil, expiresAt time.Time) (bool, error) {
-	res := db.Exec(`INSERT INTO idempotency_records
-    (tenant_id, operation, idem_key, fingerprint, fingerprint_version, state, recovery_point, attempt,
-     locked_until, created_at, updated_at, expires_at)
-VALUES (?, ?, ?, ?, ?, 'in_progress', ?, 1, ?, ?, ?, ?)
-ON CONFLICT (tenant_id, operation, idem_key) DO NOTHING`,
-		id.tenant, id.operation, id.key, fingerprint, version, PointStarted, lockedUntil, now, now, expiresAt)
-	return res.RowsAffected == 1, res.Error
-}
-
-// claim inserts a fresh in_progress record, or reclaims an expired
-// completed one, in one statement; it reports the attempt number and
-// whether this caller now owns the record. A live record is left as it is
-// (claimed is false). On PostgreSQL a conflicting uncommitted insert makes
-// the statement wait for that transaction (bounded by the lock timeout).
-func (recordStore) claim(db *gorm.DB, id recordID, fingerprint string, version int, now, lockedUntil, expiresAt time.Time) (attempt int64, claimed bool, err error) {
-	var attempts []int64
-	err = db.Raw(`INSERT INTO idempotency_records
-    (tenant_id, operation, idem_key, fingerprint, fingerprint_version, state, recovery_point, attempt,
-     locked_until, created_at, updated_at, expires_at)
-VALUES (?, ?, ?, ?, ?, 'in_progress', ?, 1, ?, ?, ?, ?)
-ON CONFLICT (tenant_id, operation, idem_key) DO UPDATE SET
-    fingerprint = excluded.fingerprint,
-    fingerprint_version = excluded.fingerprint_version,
-    state = 'in_progress',
-    recovery_point = excluded.recovery_point,
-    attempt = idempotency_records.attempt + 1,
-    locked_until = excluded.locked_until,
-    response_status = NULL,
-    response_headers = NULL,
-    response_body = NULL,
-    response_truncated = FALSE,
-    resource_ref = NULL,
-    error_code = NULL,
-    created_at = excluded.created_at,
-    updated_at = excluded.updated_at,
-    expires_at = excluded.expires_at
-WHERE idempotency_records.state = 'completed' AND idempotency_records.expires_at <= excluded.created_at
-RETURNING attempt`,
-		id.tenant, id.operation, id.key, fingerprint, version, PointStarted, lockedUntil, now, now, expiresAt).
-		Scan(&attempts).Error
-	if err != nil || len(attempts) == 0 {
-		return 0, false, err
-	}
-	return attempts[0], true, nil
-}
-
-// get reads a record; found is false when there is none.
-func (recordStore) get(db *gorm.DB, id recordID) (Record, bool, error) {
-	var rows []recordRow
-	if err := db.Table(table).Where(pkWhere, id.tenant, id.operation, id.key).Limit(1).Find(&rows).Error; err != nil {
-		return Record{}, false, err
-	}
-	if len(rows) == 0 {
-		return Record{}, false, nil
-	}
-	return rows[0].record(), true, nil
-}
-
-// takeover moves the record from state from (in_progress past its lease,
-// or unknown) to in_progress under the next attempt number, if it is still
-// at attempt seen: of several concurrent takers exactly one succeeds.
-func (recordStore) takeover(db *gorm.DB, id recordID, seen int64, from State, lockedUntil, now time.Time) (bool, error) {
-	res := db.Exec(`UPDATE idempotency_records
-SET state = 'in_progress', attempt = attempt + 1, locked_until = ?, updated_at = ?
-WHERE `+pkWhere+` AND attempt = ? AND state = ? AND (state = 'unknown' OR locked_until <= ?)`,
-		lockedUntil, now, id.tenant, id.operation, id.key, seen, string(from), now)
-	return res.RowsAffected == 1, res.Error
-}
-
-// advance records a phase's recovery point (and reference) and renews the
-// lease, fenced by the attempt number.
-func (recordStore) advance(db *gorm.DB, id recordID, attempt int64, point, ref string, lockedUntil, now time.Time) (bool, error) {
-	var refArg any
-	if ref != "" {
-		refArg = ref
-	}
-	res := db.Exec(`UPDATE idempotency_records
-SET recovery_point = ?, resource_ref = COALESCE(?, resource_ref), locked_until = ?, updated_at = ?
-WHERE `+pkWhere+` AND attempt = ? AND state = 'in_progress'`,
-		point, refArg, lockedUntil, now, id.tenant, id.operation, id.key, attempt)
-	return res.RowsAffected == 1, res.Error
-}
-
-// renew extends the lease, fenced by the attempt number.
-func (recordStore) renew(db *gorm.DB, id recordID, attempt int64, lockedUntil, now time.Time) (bool, error) {
-	res := db.Exec(`UPDATE idempotency_records SET locked_until = ?, updated_at = ?
-WHERE `+pkWhere+` AND attempt = ? AND state = 'in_progress'`,
-		lockedUntil, now, id.tenant, id.operation, id.key, attempt)
-	return res.RowsAffected == 1, res.Error
-}
-
-// complete stores the outcome, fenced by the attempt number.
-func (recordStore) complete(db *gorm.DB, id recordID, attempt int64, resp storedResponse, now, expiresAt time.Time) (bool, error) {
-	header, err := json.Marshal(resp.header)
-	if err != nil {
-		return false, err
-	}
-	var ref, code any
-	if resp.ref != "" {
-		ref = resp.ref
-	}
-	if resp.errorCode != "" {
-		code = resp.errorCode
-	}
-	body := resp.body
-	if body == nil && !resp.truncated {
-		body = []byte{}
-	}
-	res := db.Exec(`UPDATE idempotency_records
-SET state = 'completed', locked_until = NULL, response_status = ?, response_headers = ?, response_body = ?,
-    response_truncated = ?, resource_ref = COALESCE(?, resource_ref), error_code = ?, updated_at = ?, expires_at = ?
-WHERE `+pkWhere+` AND attempt = ? AND state = 'in_progress'`,
-		resp.status, string(header), body, resp.truncated, ref, code, now, expiresAt,
-		id.tenant, id.operation, id.key, attempt)
-	return res.RowsAffected == 1, res.Error
-}
-
-// markUnknown records that the attempt failed after a side effect, fenced
-// by the attempt number.
-func (recordStore) markUnknown(db *gorm.DB, id recordID, attempt int64, code string, now time.Time) (bool, error) {
-	res := db.Exec(`UPDATE idempotency_records SET state = 'unknown', locked_until = NULL, error_code = ?, updated_at = ?
-WHERE `+pkWhere+` AND attempt = ? AND state = 'in_progress'`,
-		code, now, id.tenant, id.operation, id.key, attempt)
-	return res.RowsAffected == 1, res.Error
-}
-
-// release removes the record of an attempt that failed before any side
-// effect, fenced by the attempt number: the key is free again.
-func (recordStore) release(db *gorm.DB, id recordID, attempt int64) (bool, error) {
-	res := db.Exec(`DELETE FROM idempotency_records WHERE `+pkWhere+` AND attempt = ? AND state = 'in_progress' AND recovery_point = ?`,
-		id.tenant, id.operation, id.key, attempt, PointStarted)
-	return res.RowsAffected == 1, res.Error
-}
-
-// unfinished lists up to limit records that need the recovery worker:
-// in_progress past their lease, and unknown.
-func (recordStore) unfinished(db *gorm.DB, now time.Time, limit int) ([]Record, error) {
-	var rows []recordRow
-	err := db.Table(table).
-		Where("(state = 'in_progress' AND locked_until <= ?) OR state = 'unknown'", now).
-		Order("updated_at").Limit(limit).Find(&rows).Error
-	if err != nil {
-		return nil, err
-	}
-	recs := make([]Record, len(rows))
-	for i := range rows {
-		recs[i] = rows[i].record()
-	}
-	return recs, nil
-}
-
-// deleteExpired deletes up to limit completed records past expires_at.
-// In-progress and unknown records are never deleted.
-func (recordStore) deleteExpired(db *gorm.DB, now time.Time, limit int) (int64, error) {
-	res := db.Exec(`DELETE FROM idempotency_records
-WHERE state = 'completed' AND expires_at <= ? AND (tenant_id, operation, idem_key) IN (
-    SELECT tenant_id, operation, idem_key FROM idempotency_records
-    WHERE state = 'completed' AND expires_at <= ?
-    ORDER BY expires_at LIMIT ?)`, now, now, limit)
-	return res.RowsAffected, res.Error
-}
-
-// oldestInProgress returns the creation time of the oldest in_progress
-// record (zero when there is none).
-func (recordStore) oldestInProgress(db *gorm.DB) (time.Time, error) {
-	var rows []recordRow
-	err := db.Table(table).Select("created_at").Where("state = 'in_progress'").Order("created_at").Limit(1).Find(&rows).Error
-	if err != nil || len(rows) == 0 {
-		return time.Time{}, err
-	}
-	return rows[0].CreatedAt.UTC(), nil
-}
-
-// countUnknown counts the unknown records.
-func (recordStore) countUnknown(db *gorm.DB) (int64, error) {
-	var n int64
-	err := db.Table(table).Where("state = 'unknown'").Count(&n).Error
-	return n, err
 }

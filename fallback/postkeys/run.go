@@ -15,20 +15,19 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 )
 
-// recordID is the primary key of a record.
-type recordID struct{ tenant, operation, key string }
-
-// attempt is one execution of an operation under one attempt number: the
+// attempt is one execution of an operation under one fencing token: the
 // request's, a retry's that took the record over, or the recovery worker's.
 type attempt struct {
 	a  *Adapter
 	op *operation
-	id recordID
+	id RecordID
 	// fingerprint is the stored form ("v1:…").
 	fingerprint string
-	// number is the attempt number that fences every write; 0 when the
-	// request had no key and nothing is recorded.
+	// number is the attempt's number in the record's life (logs, Run.Attempt);
+	// fence is its fencing token, which every write names. Both are 0 when
+	// the request had no key and nothing is recorded.
 	number   int64
+	fence    int64
 	recorded bool
 	// seed stands for the key in downstream keys: the key, or a random
 	// value when the request had none (every such request is new).
@@ -61,7 +60,6 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 	if point == "" || point == PointStarted {
 		return fmt.Errorf("postkeys: %q is not a recovery point a phase can reach", point)
 	}
-	now := at.a.engine.Now()
 	var ref string
 	err = at.a.db.Write(ctx, func(tx *gorm.DB) error {
 		if fn != nil {
@@ -73,10 +71,11 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 		if !at.recorded {
 			return nil
 		}
-		// The record's update comes last: a zombie attempt's business
-		// writes roll back with it when the attempt number no longer
-		// matches.
-		ok, err := at.a.records.advance(tx, at.id, at.number, point, ref, now.Add(at.a.cfg.LeaseDuration), now)
+		// The record's update comes last: a stalled attempt's business
+		// writes roll back with it when its fence is no longer the
+		// record's or its lease has ended on the database clock.
+		ok, err := at.a.records.Advance(ctx, tx, AdvanceParams{ID: at.id, Fence: at.fence, Point: point, Ref: ref,
+			Lease: at.a.cfg.LeaseDuration})
 		if err != nil {
 			return err
 		}
@@ -100,10 +99,16 @@ func (at *attempt) renew(ctx context.Context) error {
 	if !at.recorded {
 		return nil
 	}
-	now := at.a.engine.Now()
-	ok, err := at.a.records.renew(at.a.db.Gorm.WithContext(ctx), at.id, at.number, now.Add(at.a.cfg.LeaseDuration), now)
+	// In a transaction of its own, so that the lock timeout bounds a wait
+	// on the record's row.
+	var ok bool
+	err := at.a.db.Write(ctx, func(tx *gorm.DB) error {
+		var err error
+		ok, err = at.a.records.Renew(ctx, tx, RenewParams{ID: at.id, Fence: at.fence, Lease: at.a.cfg.LeaseDuration})
+		return err
+	})
 	if err != nil {
-		return at.a.db.Classify(err)
+		return err
 	}
 	if !ok {
 		return ErrFenced
@@ -147,15 +152,17 @@ func newRun[Cmd any](at *attempt) *Run[Cmd] {
 func (r *Run[Cmd]) Command() (Cmd, bool) { return r.cmd, r.at.hasCmd }
 
 // Tenant returns the tenant the record belongs to.
-func (r *Run[Cmd]) Tenant() string { return r.at.id.tenant }
+func (r *Run[Cmd]) Tenant() string { return r.at.id.Tenant }
 
 // Key returns the idempotency key ("" when the key was optional and absent).
-func (r *Run[Cmd]) Key() string { return r.at.id.key }
+func (r *Run[Cmd]) Key() string { return r.at.id.Key }
 
 // Operation returns the operation's name.
-func (r *Run[Cmd]) Operation() string { return r.at.id.operation }
+func (r *Run[Cmd]) Operation() string { return r.at.id.Operation }
 
-// Attempt returns the attempt number that fences this attempt's writes.
+// Attempt returns this attempt's number in the record's life: 1 for the
+// claim, +1 for every takeover. It starts at 1 again after a release;
+// the fencing token that guards the attempt's writes never does.
 func (r *Run[Cmd]) Attempt() int64 { return r.at.number }
 
 // RecoveryPoint returns the last committed recovery point: [PointStarted]
@@ -167,26 +174,31 @@ func (r *Run[Cmd]) RecoveryPoint() string { return r.at.point }
 // that set one ("" if none did).
 func (r *Run[Cmd]) ResourceRef() string { return r.at.ref }
 
-// Now returns the engine's clock.
+// Now returns the engine's clock, for the timestamps of business rows.
+// Leases are kept on the database clock, never on this one.
 func (r *Run[Cmd]) Now() time.Time { return r.at.a.engine.Now() }
 
 // Phase commits one atomic phase: fn's writes on tx and the new recovery
 // point (and, when fn returns a non-empty ref, the resource reference) in
 // one transaction, which also renews the lease. The record's update applies
-// only while this attempt still owns the record; otherwise the whole phase
-// rolls back and Phase returns [ErrFenced]. fn may be nil.
+// only while this attempt still owns the record (its fence is current and
+// its lease live on the database clock); otherwise the whole phase rolls
+// back and Phase returns [ErrFenced]. fn may be nil.
 func (r *Run[Cmd]) Phase(ctx context.Context, point string, fn func(tx *gorm.DB) (ref string, err error)) error {
 	return r.at.phase(ctx, point, fn)
 }
 
-// Renew extends the lease before a long step (a slow provider call). It
-// returns [ErrFenced] when the attempt no longer owns the record.
+// Renew extends the lease, from the database clock, before a step that
+// could outlast it: call it right before every call to another system (a
+// provider). It returns [ErrFenced] when the attempt no longer owns the
+// record (taken over, released, or its lease already ended): then the
+// caller must not make the call and must return the error.
 func (r *Run[Cmd]) Renew(ctx context.Context) error { return r.at.renew(ctx) }
 
 // DownstreamKey returns the key to send with step's call to another system:
 // [DownstreamKey] of this record, so that every attempt sends the same one.
 func (r *Run[Cmd]) DownstreamKey(step string) string {
-	return DownstreamKey(r.at.id.tenant, r.at.id.operation, r.at.seed, step)
+	return DownstreamKey(r.at.id.Tenant, r.at.id.Operation, r.at.seed, step)
 }
 
 // FailPoint names a point where tests may simulate a crash (for example

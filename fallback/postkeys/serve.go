@@ -83,7 +83,7 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 		a.fail(c, op, err)
 		return
 	}
-	at := &attempt{a: a, op: op, id: recordID{tenant, op.name, key}, fingerprint: fp.String(),
+	at := &attempt{a: a, op: op, id: RecordID{tenant, op.name, key}, fingerprint: fp.String(),
 		recorded: present, seed: key, cmd: cmd, hasCmd: true, header: c.Request.Header,
 		pathParams: params, point: PointStarted, start: start}
 	ctx := c.Request.Context()
@@ -143,8 +143,7 @@ func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, ve
 	)
 	err := a.db.Write(ctx, func(tx *gorm.DB) error {
 		tx = tx.WithContext(ctx)
-		now := a.engine.Now()
-		number, claimed, held, err := a.claimTx(tx, at, version, now)
+		c, claimed, held, err := a.claimTx(ctx, tx, at, version)
 		if err != nil {
 			return err
 		}
@@ -152,7 +151,7 @@ func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, ve
 			out, err = a.answerExisting(ctx, tx, op, at, held)
 			return err
 		}
-		at.number, at.claimedAt = number, now
+		at.number, at.fence, at.claimedAt = c.Attempt, c.Fence, a.engine.Now()
 		if len(op.rejections) > 0 {
 			if err := tx.SavePoint(savepoint).Error; err != nil {
 				return err
@@ -179,8 +178,7 @@ func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, ve
 		if stored.truncated {
 			stored.body = nil
 		}
-		done := a.engine.Now()
-		ok, err := a.records.complete(tx, at.id, number, stored, done, a.engine.Retention().ReplayExpiry(done))
+		ok, err := a.records.Complete(ctx, tx, a.completeParams(at, stored))
 		if err != nil {
 			return err
 		}
@@ -200,30 +198,37 @@ func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, ve
 	return out, nil
 }
 
-// claimTx claims the key inside tx. A key nobody holds is taken by an
-// INSERT … ON CONFLICT DO NOTHING, which takes no row lock on a conflict;
-// the record found instead is read plainly, so a replay writes nothing. An
-// expired (or meanwhile released) record is reclaimed by the one claim
-// statement. When the key is held, held is the live record.
-func (a *Adapter) claimTx(tx *gorm.DB, at *attempt, version int, now time.Time) (number int64, claimed bool, held Record, err error) {
-	_, span := framework.StartSpan(tx.Statement.Context, "postkeys.claim", framework.AttrOperation.String(at.id.operation))
+// claimTx claims the key inside tx. A key nobody holds is taken by
+// [RecordStore.Insert], which neither locks nor writes when the key is
+// held; the record found instead is read plainly, so a replay writes
+// nothing. An expired (or meanwhile released) record is reclaimed by the
+// one statement of [RecordStore.Reclaim]. When the key is held, held is the
+// live record.
+func (a *Adapter) claimTx(ctx context.Context, tx *gorm.DB, at *attempt, version int) (c Claim, claimed bool, held Record, err error) {
+	ctx, span := framework.StartSpan(ctx, "postkeys.claim", framework.AttrOperation.String(at.id.Operation))
 	defer func() { span.SetAttributes(attribute.Bool("retrysafe.claimed", claimed)); framework.EndSpan(span, err) }()
-	lease, expires := now.Add(a.cfg.LeaseDuration), a.engine.Retention().ReplayExpiry(now)
-	inserted, err := a.records.insert(tx, at.id, at.fingerprint, version, now, lease, expires)
-	if err != nil || inserted {
-		return 1, inserted, Record{}, err
+	p := ClaimParams{ID: at.id, Fingerprint: at.fingerprint, FingerprintVersion: version,
+		Lease: a.cfg.LeaseDuration, TTL: a.engine.Retention().ReplayWindow}
+	if c, claimed, err = a.records.Insert(ctx, tx, p); err != nil || claimed {
+		return c, claimed, Record{}, err
 	}
-	rec, found, err := a.records.get(tx, at.id)
-	if err != nil || found && !a.expired(rec, now) {
-		return 0, false, rec, err
+	rec, found, err := a.records.Get(ctx, tx, at.id)
+	if err != nil || found && !rec.Expired {
+		return Claim{}, false, rec, err
 	}
-	if number, claimed, err = a.records.claim(tx, at.id, at.fingerprint, version, now, lease, expires); err != nil || claimed {
-		return number, claimed, Record{}, err
+	if c, claimed, err = a.records.Reclaim(ctx, tx, p); err != nil || claimed {
+		return c, claimed, Record{}, err
 	}
-	if rec, found, err = a.records.get(tx, at.id); err == nil && !found {
+	if rec, found, err = a.records.Get(ctx, tx, at.id); err == nil && !found {
 		err = errors.New("postkeys: the record vanished inside the claim's transaction")
 	}
-	return 0, false, rec, err
+	return Claim{}, false, rec, err
+}
+
+// completeParams is the completion of at with the outcome s.
+func (a *Adapter) completeParams(at *attempt, s storedResponse) CompleteParams {
+	return CompleteParams{ID: at.id, Fence: at.fence, Status: s.status, Header: s.header, Body: s.body,
+		Truncated: s.truncated, Ref: s.ref, ErrorCode: s.errorCode, TTL: a.engine.Retention().ReplayWindow}
 }
 
 // answerExisting answers from a live record this request did not claim:
@@ -254,7 +259,7 @@ func (a *Adapter) replay(ctx context.Context, db *gorm.DB, op *operation, at *at
 			return outcome{}, err
 		}
 	}
-	at.number, at.point, at.ref = rec.Attempt, rec.RecoveryPoint, rec.ResourceRef
+	at.number, at.fence, at.point, at.ref = rec.Attempt, rec.Fence, rec.RecoveryPoint, rec.ResourceRef
 	a.logTransition(ctx, at, "replayed", StateCompleted, rec.ResponseStatus, true)
 	return outcome{resp: storedResponse{status: rec.ResponseStatus, header: rec.ResponseHeader},
 		body: body, replayed: true, metric: framework.OutcomeReplayed}, nil
@@ -272,40 +277,37 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 	for range maxDecisions {
 		var rec Record
 		if claim {
-			now := a.engine.Now()
 			var (
-				number  int64
+				c       Claim
 				claimed bool
 			)
 			err := a.db.Write(ctx, func(tx *gorm.DB) error {
 				var err error
-				number, claimed, rec, err = a.claimTx(tx, at, version, now)
+				c, claimed, rec, err = a.claimTx(ctx, tx, at, version)
 				return err
 			})
 			if err != nil {
 				return outcome{}, err
 			}
 			if claimed {
-				at.number, at.claimedAt, at.point, at.ref = number, now, PointStarted, ""
+				at.number, at.fence, at.claimedAt, at.point, at.ref = c.Attempt, c.Fence, a.engine.Now(), PointStarted, ""
 				a.logTransition(ctx, at, "claimed", StateInProgress, 0, false)
-				resp, err := op.run(ctx, at)
-				return a.finish(ctx, op, at, resp, err, false)
+				return a.execute(ctx, op, at, false)
 			}
 		} else {
 			var (
 				found bool
 				err   error
 			)
-			rec, found, err = a.records.get(a.db.Gorm.WithContext(ctx), at.id)
+			rec, found, err = a.records.Get(ctx, a.db.Gorm, at.id)
 			if err != nil {
 				return outcome{}, a.db.Classify(err)
 			}
-			if !found || a.expired(rec, a.engine.Now()) {
+			if !found || rec.Expired {
 				claim = true
 				continue
 			}
 		}
-		now := a.engine.Now()
 		claim = false
 		if rec.Fingerprint != at.fingerprint {
 			return outcome{}, errKeyReuse()
@@ -314,22 +316,20 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 		case rec.State == StateCompleted:
 			return a.replay(ctx, a.db.Gorm.WithContext(ctx), op, at, rec)
 		case rec.State == StateUnknown:
-			ok, err := a.takeover(ctx, at, rec, now)
+			ok, err := a.takeover(ctx, at, rec)
 			if err != nil {
 				return outcome{}, err
 			}
 			if ok {
-				resp, err := op.reconcile(ctx, at)
-				return a.finish(ctx, op, at, resp, err, true)
+				return a.execute(ctx, op, at, true)
 			}
-		case !now.Before(rec.LockedUntil):
-			ok, err := a.takeover(ctx, at, rec, now)
+		case rec.LeaseExpired:
+			ok, err := a.takeover(ctx, at, rec)
 			if err != nil {
 				return outcome{}, err
 			}
 			if ok {
-				resp, err := op.run(ctx, at)
-				return a.finish(ctx, op, at, resp, err, false)
+				return a.execute(ctx, op, at, false)
 			}
 		default:
 			wait := time.Until(waitUntil)
@@ -343,19 +343,41 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 	return outcome{}, errInProgress()
 }
 
-// takeover moves rec to this attempt under the next attempt number; false
-// when another attempt was faster.
-func (a *Adapter) takeover(ctx context.Context, at *attempt, rec Record, now time.Time) (bool, error) {
-	var ok bool
+// execute runs a phased attempt that has just claimed or taken over its
+// record: RunFunc, or ReconcileFunc when reconciling, then finish.
+func (a *Adapter) execute(ctx context.Context, op *operation, at *attempt, reconciling bool) (outcome, error) {
+	if err := at.failPoint(ctx, FailPointAfterClaim); err != nil {
+		return a.finish(ctx, op, at, Response{}, err, reconciling)
+	}
+	var (
+		resp Response
+		err  error
+	)
+	if reconciling {
+		resp, err = op.reconcile(ctx, at)
+	} else {
+		resp, err = op.run(ctx, at)
+	}
+	return a.finish(ctx, op, at, resp, err, reconciling)
+}
+
+// takeover moves rec to this attempt under a new fence; false when another
+// attempt was faster or the lease was renewed meanwhile.
+func (a *Adapter) takeover(ctx context.Context, at *attempt, rec Record) (bool, error) {
+	var (
+		c  Claim
+		ok bool
+	)
 	err := a.db.Write(ctx, func(tx *gorm.DB) error {
 		var err error
-		ok, err = a.records.takeover(tx, at.id, rec.Attempt, rec.State, now.Add(a.cfg.LeaseDuration), now)
+		c, ok, err = a.records.Takeover(ctx, tx, TakeoverParams{ID: at.id, Fence: rec.Fence, From: rec.State,
+			Lease: a.cfg.LeaseDuration})
 		return err
 	})
 	if err != nil || !ok {
 		return false, err
 	}
-	at.number, at.claimedAt, at.point, at.ref = rec.Attempt+1, now, rec.RecoveryPoint, rec.ResourceRef
+	at.number, at.fence, at.claimedAt, at.point, at.ref = c.Attempt, c.Fence, a.engine.Now(), rec.RecoveryPoint, rec.ResourceRef
 	a.logTransition(ctx, at, "taken_over", StateInProgress, 0, false, slog.String("from", string(rec.State)))
 	return true, nil
 }
@@ -401,9 +423,8 @@ func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp R
 	}
 	var ok bool
 	err = a.db.Write(ctx, func(tx *gorm.DB) error {
-		now := a.engine.Now()
 		var err error
-		ok, err = a.records.complete(tx, at.id, at.number, stored, now, a.engine.Retention().ReplayExpiry(now))
+		ok, err = a.records.Complete(ctx, tx, a.completeParams(at, stored))
 		return err
 	})
 	if err != nil {
@@ -425,12 +446,11 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 	if !at.recorded {
 		return outcome{}, cause
 	}
-	now := a.engine.Now()
 	var ok bool
 	if at.point == PointStarted && !reconciling {
 		err := a.db.Write(ctx, func(tx *gorm.DB) error {
 			var err error
-			ok, err = a.records.release(tx, at.id, at.number)
+			ok, err = a.records.Release(ctx, tx, ReleaseParams{ID: at.id, Fence: at.fence})
 			return err
 		})
 		if err != nil {
@@ -445,7 +465,7 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 	code := string(framework.ErrorFor(cause).Code)
 	err := a.db.Write(ctx, func(tx *gorm.DB) error {
 		var err error
-		ok, err = a.records.markUnknown(tx, at.id, at.number, code, now)
+		ok, err = a.records.MarkUnknown(ctx, tx, MarkUnknownParams{ID: at.id, Fence: at.fence, ErrorCode: code})
 		return err
 	})
 	if err != nil {
@@ -463,7 +483,7 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 // that took its record over, or 409 while that one still runs.
 func (a *Adapter) afterFenced(ctx context.Context, op *operation, at *attempt) (outcome, error) {
 	a.logTransition(ctx, at, "fenced", StateInProgress, 0, false)
-	rec, found, err := a.records.get(a.db.Gorm.WithContext(ctx), at.id)
+	rec, found, err := a.records.Get(ctx, a.db.Gorm, at.id)
 	if err != nil {
 		return outcome{}, a.db.Classify(err)
 	}

@@ -33,8 +33,7 @@ type RecoverStats struct {
 // refreshes the gauges at the end.
 func (a *Adapter) RecoverOnce(ctx context.Context) (RecoverStats, error) {
 	var stats RecoverStats
-	now := a.engine.Now()
-	recs, err := a.records.unfinished(a.db.Gorm.WithContext(ctx), now, a.cfg.RecoveryBatchSize)
+	recs, err := a.records.ListUnfinished(ctx, a.db.Gorm, a.cfg.RecoveryBatchSize)
 	if err != nil {
 		return stats, a.db.Classify(err)
 	}
@@ -45,9 +44,9 @@ func (a *Adapter) RecoverOnce(ctx context.Context) (RecoverStats, error) {
 			stats.Skipped++
 			continue
 		}
-		at := &attempt{a: a, op: op, id: recordID{rec.Tenant, rec.Operation, rec.Key}, fingerprint: rec.Fingerprint,
+		at := &attempt{a: a, op: op, id: rec.ID(), fingerprint: rec.Fingerprint,
 			recorded: true, seed: rec.Key, start: time.Now()}
-		ok, err := a.takeover(ctx, at, rec, now)
+		ok, err := a.takeover(ctx, at, rec)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -60,7 +59,7 @@ func (a *Adapter) RecoverOnce(ctx context.Context) (RecoverStats, error) {
 			var released bool
 			err := a.db.Write(ctx, func(tx *gorm.DB) error {
 				var err error
-				released, err = a.records.release(tx, at.id, at.number)
+				released, err = a.records.Release(ctx, tx, ReleaseParams{ID: at.id, Fence: at.fence})
 				return err
 			})
 			switch {
@@ -94,21 +93,12 @@ func (a *Adapter) RecoverOnce(ctx context.Context) (RecoverStats, error) {
 }
 
 func (a *Adapter) refreshGauges(ctx context.Context) error {
-	db := a.db.Gorm.WithContext(ctx)
-	oldest, err := a.records.oldestInProgress(db)
+	stats, err := a.records.Stats(ctx, a.db.Gorm)
 	if err != nil {
 		return a.db.Classify(err)
 	}
-	age := 0.0
-	if !oldest.IsZero() {
-		age = max(0, a.engine.Now().Sub(oldest).Seconds())
-	}
-	a.oldestInProgress.Set(age)
-	n, err := a.records.countUnknown(db)
-	if err != nil {
-		return a.db.Classify(err)
-	}
-	a.unknownRecords.Set(float64(n))
+	a.oldestInProgress.Set(stats.OldestInProgress.Seconds())
+	a.unknownRecords.Set(float64(stats.Unknown))
 	return nil
 }
 
@@ -124,11 +114,15 @@ type CleanupStats struct {
 // until none is left. It never deletes in_progress or unknown records.
 func (a *Adapter) CleanupOnce(ctx context.Context) (CleanupStats, error) {
 	var stats CleanupStats
-	now := a.engine.Now()
 	for ctx.Err() == nil {
-		n, err := a.records.deleteExpired(a.db.Gorm.WithContext(ctx), now, a.cfg.CleanupBatchSize)
+		var n int64
+		err := a.db.Write(ctx, func(tx *gorm.DB) error {
+			var err error
+			n, err = a.records.DeleteExpired(ctx, tx, a.cfg.CleanupBatchSize)
+			return err
+		})
 		if err != nil {
-			return stats, a.db.Classify(err)
+			return stats, err
 		}
 		stats.Batches++
 		stats.Deleted += n

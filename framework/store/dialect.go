@@ -1,11 +1,14 @@
 package store
 
 import (
+	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"io"
 	"net"
 	"syscall"
+	"time"
 
 	sqlite "github.com/glebarez/go-sqlite"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,9 +19,10 @@ import (
 // Dialect is the one seam for the SQL that differs between PostgreSQL and
 // SQLite. Upsert spelling (INSERT … ON CONFLICT DO NOTHING) is the same in
 // both and is written by gorm's clause.OnConflict; what differs is here and
-// in the connection settings [Open] builds per dialect (the lock timeout is
-// PostgreSQL's lock_timeout or SQLite's busy_timeout, set once per
-// connection rather than once per transaction).
+// in dialect_tx.go: how a write transaction begins with the lock timeout
+// applied to it alone (PostgreSQL's SET LOCAL lock_timeout, SQLite's busy
+// timeout and BEGIN IMMEDIATE), how it commits, and what [New] checks at
+// start-up.
 type Dialect interface {
 	// Name is "postgres" or "sqlite"; it is also the migrations folder.
 	Name() string
@@ -28,6 +32,10 @@ type Dialect interface {
 	LockRow(q *gorm.DB) *gorm.DB
 	// classify reports whether err is a lock timeout or an outage.
 	classify(err error) (lockTimeout, unavailable bool)
+	// begin, commit and check are in dialect_tx.go.
+	begin(lockTimeout time.Duration) []string
+	commit(ctx context.Context, conn *sql.Conn) error
+	check(ctx context.Context, db *sql.DB) error
 }
 
 var (

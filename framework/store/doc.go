@@ -1,14 +1,32 @@
-// Package store opens the database behind a retrysafe service and is the one
+// Package store is the database behind a retrysafe service and the one
 // place where PostgreSQL and SQLite differ.
 //
-// [Open] takes a DSN: "sqlite:PATH" for the embedded default (pure Go, WAL
-// mode, IMMEDIATE write transactions, busy timeout) or a postgres:// URL for
-// production. The returned [DB] carries the [Dialect], the seam for row
-// locks and lock timeouts, and [DB.Write], which runs a function in one
-// transaction with the lock timeout applied.
+// Bring your own connection: [New] wraps the application's existing
+// *gorm.DB (gorm.io/driver/postgres, or github.com/glebarez/sqlite); the
+// dialect is taken from its dialector. The application keeps its pool, its
+// DSN, its logger and its migrations:
 //
-// Errors that mean "the database is not there" are wrapped with
-// [ErrUnavailable] and errors that mean "a concurrent transaction held the
-// lock too long" with [ErrLockTimeout]; the framework maps them to 503
+//	gdb, err := gorm.Open(postgres.Open(os.Getenv("DATABASE_URL")), &gorm.Config{})
+//	…
+//	db, err := store.New(ctx, gdb, store.Config{})
+//
+// What the framework needs per transaction, [DB.Write] sets per
+// transaction on a connection of that pool: on PostgreSQL BEGIN and SET
+// LOCAL lock_timeout in one round trip (it holds behind PgBouncer in
+// transaction pooling), on SQLite the busy timeout and BEGIN IMMEDIATE.
+// What it cannot set, New checks once and refuses with [ErrMisconfigured]
+// and what to change: SQLite must be in WAL mode, PostgreSQL at least
+// [MinPostgresVersion].
+//
+// [Open] is a convenience on top: it takes a DSN, "sqlite:PATH" for the
+// embedded default (pure Go, WAL mode) or a postgres:// URL, opens a pool
+// and calls New.
+//
+// The returned [DB] carries the [Dialect] (row locks) and [DB.Write],
+// which runs a function in one transaction; pass its *gorm.DB to every
+// transactional twin so that their writes commit together. Errors that
+// mean "the database is not there" are wrapped with [ErrUnavailable] and
+// errors that mean "a concurrent transaction held the lock too long" with
+// [ErrLockTimeout] ([DB.Classify]); the framework maps them to 503
 // unavailable and 409 request_in_progress.
 package store

@@ -14,6 +14,13 @@ var (
 	// concurrent transaction. Nothing was committed.
 	ErrLockTimeout = errors.New("store: lock timeout")
 
+	// ErrMisconfigured is returned (wrapped, with what to change) by [New]
+	// and [Open] when the database lacks something the framework cannot set
+	// per transaction: SQLite not in WAL mode, a PostgreSQL server older
+	// than [MinPostgresVersion], a gorm dialector other than PostgreSQL or
+	// SQLite.
+	ErrMisconfigured = errors.New("store: database not usable as configured")
+
 	// ErrUnknownDSN is returned by [Open] for a DSN that is neither
 	// "sqlite:PATH" nor a postgres:// URL.
 	ErrUnknownDSN = errors.New("store: unknown DSN scheme (want sqlite:PATH or postgres://…)")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,44 +16,93 @@ import (
 	"gorm.io/gorm/logger"
 )
 
-// Config tunes [Open]. The zero value is ready to use.
+// Config tunes [New] and [Open]. The zero value is ready to use.
 type Config struct {
-	// LockTimeout bounds how long a write waits for a row lock held by a
-	// concurrent transaction (PostgreSQL lock_timeout, SQLite busy_timeout).
-	// A wait past it fails with [ErrLockTimeout], which the framework answers
-	// 409 request_in_progress + Retry-After. Defaults to 1s.
+	// LockTimeout bounds how long a write waits for a row lock or the
+	// database lock held by a concurrent transaction. [DB.Write] sets it on
+	// each transaction (PostgreSQL SET LOCAL lock_timeout, SQLite busy
+	// timeout). A wait past it fails with [ErrLockTimeout], which the
+	// framework answers 409 request_in_progress + Retry-After. Statements
+	// run on DB.Gorm outside Write do not get it, so the framework makes
+	// every write that may wait for a lock inside Write. Defaults to 1s.
 	LockTimeout time.Duration
-	// MaxOpenConns caps the connection pool. Defaults to 20 for PostgreSQL
-	// and 4 for SQLite, whose writers take turns on one database lock.
+	// MaxOpenConns caps the connection pool that [Open] creates; [New]
+	// leaves the application's pool as it is. Defaults to 20 for
+	// PostgreSQL and 4 for SQLite, whose writers take turns on one database
+	// lock.
 	MaxOpenConns int
-	// Logger receives gorm's slow-query and error reports. Defaults to a
-	// logger that discards them.
+	// Logger receives the slow-query and error reports of the gorm handle
+	// that [Open] creates; [New] keeps the application's gorm logger.
+	// Defaults to a logger that discards them.
 	Logger *slog.Logger
 }
 
-func (c *Config) setDefaults() {
+func (c *Config) setDefaults() error {
+	if c.LockTimeout < 0 || c.MaxOpenConns < 0 {
+		return errors.New("store: LockTimeout and MaxOpenConns must not be negative")
+	}
 	if c.LockTimeout == 0 {
 		c.LockTimeout = time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	return nil
 }
 
 // DB is a gorm handle together with its dialect.
 type DB struct {
 	Gorm    *gorm.DB
 	Dialect Dialect
+
+	lockTimeout time.Duration
 }
 
-// Open connects to the database named by dsn: "sqlite:PATH" opens (and
-// creates) a SQLite file in WAL mode with IMMEDIATE write transactions;
-// "postgres://…" or "postgresql://…" opens PostgreSQL through pgx. Open
-// pings the database, so an unreachable one fails here with [ErrUnavailable].
+// New wraps an application's own *gorm.DB (PostgreSQL through
+// gorm.io/driver/postgres, or SQLite) for the framework; the dialect is
+// taken from gdb's dialector. The application keeps its pool, its DSN, its
+// logger and its migrations: what the framework needs per transaction,
+// [DB.Write] sets per transaction. New pings the database (an unreachable
+// one fails with [ErrUnavailable]) and checks what it cannot set itself,
+// failing with [ErrMisconfigured] and what to change: SQLite must be in WAL
+// mode, PostgreSQL at least [MinPostgresVersion]. Closing gdb stays the
+// application's job ([DB.Close] closes it too).
+func New(ctx context.Context, gdb *gorm.DB, cfg Config) (*DB, error) {
+	if gdb == nil {
+		return nil, errors.New("store: New needs a *gorm.DB")
+	}
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	var dialect Dialect
+	switch name := gdb.Dialector.Name(); name {
+	case "postgres":
+		dialect = postgresDialect{}
+	case "sqlite", "sqlite3":
+		dialect = sqliteDialect{}
+	default:
+		return nil, fmt.Errorf("%w: gorm dialector %q (want postgres or sqlite)", ErrMisconfigured, name)
+	}
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("store: ping: %w", classify(dialect, err))
+	}
+	if err := dialect.check(ctx, sqlDB); err != nil {
+		return nil, classify(dialect, err)
+	}
+	return &DB{Gorm: gdb, Dialect: dialect, lockTimeout: cfg.LockTimeout}, nil
+}
+
+// Open connects to the database named by dsn and wraps it with [New]:
+// "sqlite:PATH" opens (and creates) a SQLite file in WAL mode;
+// "postgres://…" or "postgresql://…" opens PostgreSQL through pgx. An
+// unreachable database fails here with [ErrUnavailable].
 func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
-	cfg.setDefaults()
-	if cfg.LockTimeout < 0 || cfg.MaxOpenConns < 0 {
-		return nil, errors.New("store: LockTimeout and MaxOpenConns must not be negative")
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
 	}
 	gcfg := &gorm.Config{
 		Logger:                 logger.NewSlogLogger(cfg.Logger, logger.Config{SlowThreshold: time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true}),
@@ -78,11 +126,10 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 			maxConns = 4
 		}
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		pgDSN, err := postgresDSN(dsn, cfg.LockTimeout)
-		if err != nil {
-			return nil, err
+		if _, err := url.Parse(dsn); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnknownDSN, err)
 		}
-		dialector = postgres.Open(pgDSN)
+		dialector = postgres.Open(dsn)
 		dialect = postgresDialect{}
 		if maxConns == 0 {
 			maxConns = 20
@@ -101,39 +148,23 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	sqlDB.SetMaxOpenConns(maxConns)
 	sqlDB.SetMaxIdleConns(maxConns)
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-	if err := sqlDB.PingContext(ctx); err != nil {
+	db, err := New(ctx, gdb, cfg)
+	if err != nil {
 		_ = sqlDB.Close()
-		return nil, fmt.Errorf("store: ping: %w", classify(dialect, err))
+		return nil, err
 	}
-	return &DB{Gorm: gdb, Dialect: dialect}, nil
+	return db, nil
 }
 
 // sqliteDSN builds the driver DSN: WAL journal, a busy timeout as the lock
-// timeout, foreign keys on, and BEGIN IMMEDIATE so that a write transaction
-// takes the write lock up front instead of failing on upgrade.
+// timeout for statements outside [DB.Write], foreign keys on.
 func sqliteDSN(path string, lockTimeout time.Duration) string {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", lockTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Set("_txlock", "immediate")
 	return "file:" + path + "?" + q.Encode()
-}
-
-// postgresDSN adds lock_timeout as a connection parameter unless the DSN
-// sets one.
-func postgresDSN(dsn string, lockTimeout time.Duration) (string, error) {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrUnknownDSN, err)
-	}
-	q := u.Query()
-	if q.Get("lock_timeout") == "" {
-		q.Set("lock_timeout", strconv.FormatInt(lockTimeout.Milliseconds(), 10))
-		u.RawQuery = q.Encode()
-	}
-	return u.String(), nil
 }
 
 // SQL returns the underlying *sql.DB (for migrations and Close).
@@ -144,14 +175,6 @@ func (db *DB) SQL() *sql.DB {
 
 // Close closes the connection pool.
 func (db *DB) Close() error { return db.SQL().Close() }
-
-// Write runs fn in one write transaction, commits
-// when fn returns nil and rolls back otherwise. Errors are passed through
-// [DB.Classify]. Pass the *gorm.DB that fn receives to every transactional
-// twin (…Tx) so that its writes commit together.
-func (db *DB) Write(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return db.Classify(db.Gorm.WithContext(ctx).Transaction(fn))
-}
 
 // Classify wraps err with [ErrLockTimeout] or [ErrUnavailable] when the
 // dialect recognises it as one; other errors are returned unchanged.

@@ -9,12 +9,22 @@ import (
 
 // Clock is safe for concurrent use; pass its Now method as a Now func.
 type Clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu    sync.Mutex
+	now   time.Time
+	start time.Time
 }
 
 // New returns a clock that stands at start.
-func New(start time.Time) *Clock { return &Clock{now: start} }
+func New(start time.Time) *Clock { return &Clock{now: start, start: start} }
+
+// Offset returns how far the clock was advanced since New. Pass it where
+// a shift of the database clock is wanted (a record store's ClockOffset),
+// so that one Advance moves both clocks.
+func (c *Clock) Offset() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now.Sub(c.start)
+}
 
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time {

@@ -1,7 +1,14 @@
 -- +goose Up
 -- Idempotency records of the POST fallback (fallback/postkeys). The primary
 -- key is the concurrency control: a claim is one INSERT … ON CONFLICT
--- statement against it. Times are written from the engine's clock.
+-- statement against it. Every time is written and compared on the
+-- database clock (statement_timestamp()), never a process clock.
+--
+-- fence is the fencing token of the attempt that owns the record. It is
+-- drawn from a sequence, so it never repeats for a key: not after a
+-- release, a re-claim, or the janitor's delete. attempt only counts the
+-- attempts of the record's current life, for people and logs.
+CREATE SEQUENCE idempotency_records_fence_seq AS BIGINT;
 CREATE TABLE idempotency_records (
     tenant_id           TEXT        NOT NULL,
     operation           TEXT        NOT NULL,
@@ -11,6 +18,7 @@ CREATE TABLE idempotency_records (
     state               TEXT        NOT NULL CHECK (state IN ('in_progress', 'completed', 'unknown')),
     recovery_point      TEXT        NOT NULL,
     attempt             BIGINT      NOT NULL,
+    fence               BIGINT      NOT NULL,
     locked_until        TIMESTAMPTZ,
     response_status     INTEGER,
     response_headers    TEXT,
@@ -33,3 +41,4 @@ CREATE INDEX idempotency_records_unfinished ON idempotency_records (state, locke
 
 -- +goose Down
 DROP TABLE idempotency_records;
+DROP SEQUENCE idempotency_records_fence_seq;

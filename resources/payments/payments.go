@@ -156,7 +156,7 @@ func (p *Payments) run(ctx context.Context, run *postkeys.Run[Command]) (postkey
 		return postkeys.Response{}, fmt.Errorf("payments: unknown recovery point %q", run.RecoveryPoint())
 	}
 	if row.Status == StatusPending {
-		ch, err := p.charge(ctx, row)
+		ch, err := p.charge(ctx, run, row)
 		if err != nil {
 			return postkeys.Response{}, err
 		}
@@ -185,7 +185,7 @@ func (p *Payments) reconcile(ctx context.Context, run *postkeys.Run[Command]) (p
 	if row.Status == StatusPending {
 		ch, err := p.provider.Lookup(ctx, row.TenantID, row.DownstreamKey)
 		if errors.Is(err, ErrChargeNotFound) {
-			ch, err = p.charge(ctx, row)
+			ch, err = p.charge(ctx, run, row)
 		}
 		if err != nil {
 			return postkeys.Response{}, err
@@ -228,10 +228,15 @@ func (p *Payments) load(ctx context.Context, run *postkeys.Run[Command]) (*payme
 }
 
 // charge calls the provider with the payment's downstream key, bounded by
-// the provider timeout.
-func (p *Payments) charge(ctx context.Context, row *paymentRow) (_ Charge, err error) {
+// the provider timeout. It first renews the attempt's lease: an attempt
+// that stalled past its lease (and was taken over, released or simply
+// outlived) gets postkeys.ErrFenced there and never calls the provider.
+func (p *Payments) charge(ctx context.Context, run *postkeys.Run[Command], row *paymentRow) (_ Charge, err error) {
 	ctx, span := framework.StartSpan(ctx, "payments.provider.charge")
 	defer func() { framework.EndSpan(span, err) }()
+	if err := run.Renew(ctx); err != nil {
+		return Charge{}, err
+	}
 	callCtx, cancel := context.WithTimeout(ctx, p.cfg.ProviderTimeout)
 	defer cancel()
 	ch, err := p.provider.Charge(callCtx, row.chargeRequest())

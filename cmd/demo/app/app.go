@@ -58,6 +58,10 @@ type Config struct {
 	// PostKeys configures the POST fallback (leases, waits, worker
 	// intervals, test fail points). Defaults to [postkeys.Config]'s.
 	PostKeys postkeys.Config
+	// DBClockOffset, for tests only, shifts the database clock that the
+	// POST fallback's leases and expiry read (see
+	// postkeys.RecordStoreConfig.ClockOffset). Defaults to nil.
+	DBClockOffset func() time.Duration
 	// ProviderTimeout bounds one call of payments to the sandbox provider.
 	// Defaults to [payments.DefaultProviderTimeout] (2s).
 	ProviderTimeout time.Duration
@@ -133,6 +137,11 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	ord, err := orders.New(engine)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.PostKeys.Records == nil {
+		if cfg.PostKeys.Records, err = postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{ClockOffset: cfg.DBClockOffset}); err != nil {
+			return nil, err
+		}
 	}
 	keys, err := postkeys.New(engine, cfg.PostKeys)
 	if err != nil {

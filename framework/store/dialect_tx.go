@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// What each dialect sets per transaction, checks at start-up and how it
+// commits: the half of [Dialect] that [DB.Write] and [New] use.
+
+// MinPostgresVersion is the oldest PostgreSQL [New] accepts (as
+// server_version_num): the framework's SQL needs INSERT … ON CONFLICT …
+// RETURNING, FOR UPDATE SKIP LOCKED and SET LOCAL, and nothing older than
+// 12 is tested.
+const MinPostgresVersion = 120000
+
+// begin starts a transaction with the lock timeout applied to it alone: one
+// round trip (a simple-protocol statement list), and SET LOCAL ends with
+// the transaction, so a pooled server connection (PgBouncer) keeps nothing.
+func (postgresDialect) begin(lockTimeout time.Duration) []string {
+	return []string{"BEGIN; SET LOCAL lock_timeout = " + strconv.FormatInt(max(lockTimeout.Milliseconds(), 1), 10)}
+}
+
+// commit sends COMMIT and reports PostgreSQL's answer ROLLBACK (a failed
+// statement whose error fn ignored) as an error, as database/sql's Tx does.
+func (postgresDialect) commit(ctx context.Context, conn *sql.Conn) error {
+	return conn.Raw(func(dc any) error {
+		pc, ok := dc.(interface{ Conn() *pgx.Conn })
+		if !ok {
+			return execDriver(ctx, dc, "COMMIT")
+		}
+		tag, err := pc.Conn().Exec(ctx, "COMMIT")
+		if err == nil && tag.String() == "ROLLBACK" {
+			return errCommitRolledBack
+		}
+		return err
+	})
+}
+
+func (postgresDialect) check(ctx context.Context, db *sql.DB) error {
+	var v string
+	if err := db.QueryRowContext(ctx, "SHOW server_version_num").Scan(&v); err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return fmt.Errorf("store: PostgreSQL server_version_num %q: %w", v, err)
+	}
+	if n < MinPostgresVersion {
+		return fmt.Errorf("%w: PostgreSQL %d is older than %d, the oldest the framework supports", ErrMisconfigured, n, MinPostgresVersion)
+	}
+	return nil
+}
+
+// begin sets the connection's busy timeout (how long BEGIN IMMEDIATE and
+// the commit wait for another writer: the lock timeout) and takes the
+// write lock up front. The busy timeout stays on the connection; it is
+// harmless to the application's own use of it.
+func (sqliteDialect) begin(lockTimeout time.Duration) []string {
+	return []string{
+		"PRAGMA busy_timeout = " + strconv.FormatInt(max(lockTimeout.Milliseconds(), 1), 10),
+		"BEGIN IMMEDIATE",
+	}
+}
+
+func (sqliteDialect) commit(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+// check requires WAL: in the rollback-journal modes a reader blocks the
+// writer, so replays and reads would fail with "database is locked" under
+// load. WAL is a property of the database file, which the framework does
+// not change behind the application's back.
+func (sqliteDialect) check(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("%w: the SQLite database is in journal_mode %q, not WAL: open it with _pragma=journal_mode(WAL) in the DSN or run PRAGMA journal_mode=WAL once", ErrMisconfigured, mode)
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package migrations_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/testdb"
+	"github.com/retrysafe/retrysafe/migrations"
+)
+
+// TestUpCreatesOnlyTheFrameworksTables: migrations.Up alone, as an
+// application calls it, creates the framework's tables and none of the
+// demo's or the example resources', and a second call changes nothing.
+func TestUpCreatesOnlyTheFrameworksTables(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		db, err := store.Open(ctx, dsn, store.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for range 2 {
+			if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		query := "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+		if db.Dialect.Name() == "sqlite" {
+			query = "SELECT name FROM sqlite_master WHERE type = 'table'"
+		}
+		var tables []string
+		if err := db.Gorm.Raw(query).Scan(&tables).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"idempotency_records", migrations.VersionTable} {
+			if !slices.Contains(tables, want) {
+				t.Fatalf("tables %v lack %s", tables, want)
+			}
+		}
+		for _, demo := range []string{"orders", "order_items", "payments", "sandbox_charges", "transfers", "accounts"} {
+			if slices.Contains(tables, demo) {
+				t.Fatalf("migrations.Up created the demo table %s (tables %v)", demo, tables)
+			}
+		}
+	})
+}

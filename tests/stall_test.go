@@ -1,0 +1,188 @@
+package tests
+
+import (
+	"bufio"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" to watch the records
+
+	"github.com/retrysafe/retrysafe/internal/testdb"
+)
+
+// demoProcess is a demo binary started by a test, with its stdout lines.
+type demoProcess struct {
+	cmd   *exec.Cmd
+	url   string
+	lines chan string
+}
+
+// startDemoEnv starts the demo binary on dsn with extra environment
+// variables and returns once it listens. Every later stdout line is sent
+// on lines (dropped when nobody reads).
+func startDemoEnv(t *testing.T, bin, dsn string, env ...string) *demoProcess {
+	t.Helper()
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", dsn)
+	cmd.Env = append(append(cmd.Environ(), "DATABASE_URL=", "DEMO_API_TOKENS="), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start demo: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	p := &demoProcess{cmd: cmd, lines: make(chan string, 1024)}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), listeningPrefix); ok {
+				ready <- strings.TrimSpace(addr)
+				continue
+			}
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case p.url = <-ready:
+		return p
+	case <-time.After(30 * time.Second):
+		t.Fatalf("demo did not report its address within 30s; stderr:\n%s", stderr.String())
+		return nil
+	}
+}
+
+// TestStallPastLeaseChargesOnce is the double charge of a stalled attempt
+// (fault suite: stall past the lease). Two demo processes share one
+// PostgreSQL schema with a 2 s lease; test-only fail points of the demo
+// hold A's attempts right after their claims and B's right after their
+// first phase (the pending payment row), before the provider call. Process
+// A claims n payment keys and is stopped (SIGSTOP) in its hold, before any
+// phase. Its leases run out; process B's recovery worker takes the records
+// over and releases them (nothing had happened). The client's retries on B
+// claim the keys again, and while B holds them before charging, A is
+// continued: its attempts wake up with fences that are no longer current,
+// so they write nothing and call no provider, and B's attempts charge once
+// each. Expect exactly n charges and n payments. (With an attempt number
+// that restarts at 1 after a release, A's attempts matched the new claims,
+// inserted their own payments and charged: 2n charges.)
+func TestStallPastLeaseChargesOnce(t *testing.T) {
+	t.Parallel()
+	dsn := testdb.New(t, "postgres") // skips without TEST_DATABASE_URL
+	bin := buildDemo(t)
+	const n = 8
+	short := []string{"DEMO_POSTKEYS_LEASE=2s", "DEMO_POSTKEYS_RECOVERY_INTERVAL=200ms"}
+	a := startDemoEnv(t, bin, dsn, append(short, "DEMO_TEST_HOLD=after_claim=1s")...)
+	b := startDemoEnv(t, bin, dsn, append(short, "DEMO_TEST_HOLD=after_phase:payment_created=1s")...)
+
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	count := func(query string) int {
+		t.Helper()
+		var c int
+		if err := db.QueryRow(query).Scan(&c); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		return c
+	}
+	waitHolds := func(p *demoProcess, name string) {
+		t.Helper()
+		for range n {
+			select {
+			case <-p.lines:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("process %s did not reach the hold after its claims", name)
+			}
+		}
+	}
+	client := &http.Client{Timeout: 60 * time.Second}
+	key := func(i int) string { return fmt.Sprintf("stall-%d", i) }
+	body := func(i int) []byte { return paymentBody(1000+i, "pm_card_visa") }
+	sendAll := func(base string) ([]response, *sync.WaitGroup) {
+		out := make([]response, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := post(client, base, tokenAcme, key(i), body(i))
+				if err != nil {
+					t.Errorf("request %d to %s: %v", i, base, err)
+				}
+				out[i] = r
+			}()
+		}
+		return out, &wg
+	}
+
+	stalled, stalledDone := sendAll(a.url)
+	waitHolds(a, "A")
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if c := count("SELECT count(*) FROM idempotency_records WHERE state = 'in_progress'"); c != n {
+		t.Fatalf("in-progress records when A stopped = %d, want %d", c, n)
+	}
+	// B's recovery worker releases the records once the leases end.
+	deadline := time.Now().Add(30 * time.Second)
+	for count("SELECT count(*) FROM idempotency_records") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("B's recovery worker did not release the stalled records")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The client retries on B: each key is claimed again; while B holds
+	// those attempts, A wakes up.
+	retried, retriedDone := sendAll(b.url)
+	waitHolds(b, "B")
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stalledDone.Wait()
+	retriedDone.Wait()
+	time.Sleep(500 * time.Millisecond) // let any straggler of A finish before counting
+	if c := count("SELECT count(*) FROM sandbox_charges"); c != n {
+		t.Fatalf("sandbox charges = %d for %d payments: a stalled attempt charged again", c, n)
+	}
+	if c := count("SELECT count(*) FROM payments"); c != n {
+		t.Fatalf("payments = %d, want %d", c, n)
+	}
+	for i := range n {
+		wantStatus(t, retried[i], http.StatusCreated)
+		// The woken attempt is fenced off: 409 while B's attempt runs, or
+		// B's outcome.
+		if r := stalled[i]; r.Status != http.StatusConflict || r.Code(t) != "request_in_progress" {
+			wantReplay(t, r, retried[i])
+		}
+		again, err := post(client, a.url, tokenAcme, key(i), body(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantReplay(t, again, retried[i])
+	}
+	if c := count("SELECT count(*) FROM idempotency_records WHERE state = 'completed'"); c != n {
+		t.Fatalf("completed records = %d, want %d", c, n)
+	}
+}
