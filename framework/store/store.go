@@ -14,7 +14,6 @@ import (
 	"github.com/glebarez/sqlite"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 )
 
 // Config tunes [Open]. The zero value is ready to use.
@@ -27,9 +26,24 @@ type Config struct {
 	// MaxOpenConns caps the connection pool. Defaults to 20 for PostgreSQL
 	// and 4 for SQLite, whose writers take turns on one database lock.
 	MaxOpenConns int
-	// Logger receives gorm's slow-query and error reports. Defaults to a
-	// logger that discards them.
+	// Logger receives gorm's slow-query and error reports, without
+	// parameter values (see [NewGormLogger]). Defaults to a logger that
+	// discards them.
 	Logger *slog.Logger
+	// ConnectTimeout bounds opening one connection to PostgreSQL (the
+	// connect_timeout parameter, whole seconds) unless the DSN sets one, so
+	// that a silent network fails instead of hanging. Defaults to 5s.
+	ConnectTimeout time.Duration
+	// StatementTimeout bounds one statement on the PostgreSQL server
+	// (statement_timeout) and idle_in_transaction_session_timeout is set to
+	// six times it, unless the DSN sets them. Defaults to 5s, below the
+	// framework's request deadline of 10s.
+	//
+	// A client cannot bound the wait for a free pool connection apart from
+	// the statement: database/sql waits until the context is done. Every
+	// request carries a deadline (the framework's Deadline middleware); give your own
+	// background work a context with a deadline too.
+	StatementTimeout time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -38,6 +52,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = 5 * time.Second
+	}
+	if c.StatementTimeout == 0 {
+		c.StatementTimeout = 5 * time.Second
 	}
 }
 
@@ -53,11 +73,11 @@ type DB struct {
 // pings the database, so an unreachable one fails here with [ErrUnavailable].
 func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	cfg.setDefaults()
-	if cfg.LockTimeout < 0 || cfg.MaxOpenConns < 0 {
-		return nil, errors.New("store: LockTimeout and MaxOpenConns must not be negative")
+	if cfg.LockTimeout < 0 || cfg.MaxOpenConns < 0 || cfg.ConnectTimeout < 0 || cfg.StatementTimeout < 0 {
+		return nil, errors.New("store: LockTimeout, MaxOpenConns, ConnectTimeout and StatementTimeout must not be negative")
 	}
 	gcfg := &gorm.Config{
-		Logger:                 logger.NewSlogLogger(cfg.Logger, logger.Config{SlowThreshold: time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true}),
+		Logger:                 NewGormLogger(cfg.Logger, GormLoggerConfig{}),
 		SkipDefaultTransaction: true,
 		NowFunc:                func() time.Time { return time.Now().UTC() },
 	}
@@ -78,7 +98,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 			maxConns = 4
 		}
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		pgDSN, err := postgresDSN(dsn, cfg.LockTimeout)
+		pgDSN, err := postgresDSN(dsn, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -121,18 +141,26 @@ func sqliteDSN(path string, lockTimeout time.Duration) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-// postgresDSN adds lock_timeout as a connection parameter unless the DSN
-// sets one.
-func postgresDSN(dsn string, lockTimeout time.Duration) (string, error) {
+// postgresDSN adds lock_timeout, statement_timeout,
+// idle_in_transaction_session_timeout and connect_timeout as connection
+// parameters, each unless the DSN sets it.
+func postgresDSN(dsn string, cfg Config) (string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrUnknownDSN, err)
 	}
 	q := u.Query()
-	if q.Get("lock_timeout") == "" {
-		q.Set("lock_timeout", strconv.FormatInt(lockTimeout.Milliseconds(), 10))
-		u.RawQuery = q.Encode()
+	for name, value := range map[string]string{
+		"lock_timeout":                        strconv.FormatInt(cfg.LockTimeout.Milliseconds(), 10),
+		"statement_timeout":                   strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10),
+		"idle_in_transaction_session_timeout": strconv.FormatInt(6*cfg.StatementTimeout.Milliseconds(), 10),
+		"connect_timeout":                     strconv.FormatInt(int64(max(time.Second, cfg.ConnectTimeout)/time.Second), 10),
+	} {
+		if q.Get(name) == "" {
+			q.Set(name, value)
+		}
 	}
+	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
 
