@@ -63,8 +63,8 @@ func TestBindRejectsHugeNumbers(t *testing.T) {
 	}
 	huge := strings.Repeat("9", 100_000)
 	for body, field := range map[string]string{
-		`{"customer":"c","amount":` + huge + `}`:                            "amount",
-		`{"customer":"c","amount":1` + strings.Repeat("0", 70) + `e-70}`:    "amount",
+		`{"customer":"c","amount":` + huge + `}`:                           "amount",
+		`{"customer":"c","amount":1` + strings.Repeat("0", 70) + `e-70}`:   "amount",
 		`{"customer":"c","items":[{"sku":"a","quantity":0.` + huge + `}]}`: "items[0].quantity",
 	} {
 		_, err := Bind[hostileCommand](b, []byte(body))
