@@ -91,11 +91,14 @@ func PrincipalFromContext(ctx context.Context) (Principal, bool) {
 }
 
 // RequireAuth is gin middleware that authenticates every request before any
-// handler (and so before any replay) runs: a key is never a credential.
+// handler (and so before any replay) runs: a key is never a credential. A
+// refused request is answered without reading its body, and its connection
+// is closed.
 func RequireAuth(a Authenticator, logger *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p, err := a.Authenticate(c.Request)
 		if err != nil {
+			closeWithoutReading(c.Writer)
 			WriteProblem(c.Writer, c.Request, logger, err)
 			c.Abort()
 			return

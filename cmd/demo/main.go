@@ -6,6 +6,11 @@
 //
 // DATABASE_URL is used when -db is absent; DEMO_API_TOKENS="tok:tenant,…"
 // replaces the default tokens sk_test_acme (acme) and sk_test_globex (globex).
+//
+// Limits (flags, with their defaults): -request-deadline 10s (a request the
+// database does not answer in time is 503), -read-header-timeout 5s,
+// -read-timeout 15s (headers and body), -write-timeout 15s, -idle-timeout
+// 60s (keep-alive), -db-connect-timeout 5s and -db-statement-timeout 5s.
 package main
 
 import (
@@ -26,6 +31,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 func main() {
@@ -42,6 +48,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address HOST:PORT")
 	dsn := fs.String("db", "", `database: "sqlite:PATH" or a postgres:// URL (default $DATABASE_URL, else sqlite:retrysafe-demo.db)`)
+	deadline := fs.Duration("request-deadline", framework.DefaultRequestDeadline, "deadline of every request; past it, 503 unavailable")
+	readHeader := fs.Duration("read-header-timeout", framework.DefaultReadHeaderTimeout, "time to read a request's headers")
+	read := fs.Duration("read-timeout", framework.DefaultReadTimeout, "time to read a whole request, headers and body")
+	write := fs.Duration("write-timeout", framework.DefaultWriteTimeout, "time from the end of the headers to the end of the response")
+	idle := fs.Duration("idle-timeout", framework.DefaultIdleTimeout, "keep-alive connections idle this long are closed")
+	connect := fs.Duration("db-connect-timeout", 5*time.Second, "time to open one database connection")
+	statement := fs.Duration("db-statement-timeout", 5*time.Second, "time one SQL statement may run (PostgreSQL)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,7 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	gin.SetMode(gin.ReleaseMode)
 
-	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger})
+	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, RequestDeadline: *deadline,
+		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement}})
 	if err != nil {
 		return err
 	}
@@ -74,7 +88,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv, err := framework.NewServer(a.Handler(), framework.ServerConfig{
+		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
+	})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	fmt.Fprintf(stdout, "retrysafe demo listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

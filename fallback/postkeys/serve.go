@@ -108,8 +108,10 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 func (a *Adapter) serveUnrecorded(ctx context.Context, op *operation, at *attempt) (outcome, error) {
 	at.claimedAt = a.engine.Now()
 	if op.mode == Phased {
-		resp, err := op.run(context.WithoutCancel(ctx), at)
-		return a.finish(context.WithoutCancel(ctx), op, at, resp, err, false)
+		ctx, cancel := framework.Detach(ctx, a.cfg.LeaseDuration)
+		defer cancel()
+		resp, err := op.run(ctx, at)
+		return a.finish(ctx, op, at, resp, err, false)
 	}
 	var resp Response
 	err := a.db.Write(ctx, func(tx *gorm.DB) error {
@@ -258,9 +260,11 @@ func (a *Adapter) replay(ctx context.Context, db *gorm.DB, op *operation, at *at
 // record and replay it, wait for it, take it over (expired lease: resume
 // from the recovery point; unknown: reconcile), or answer 409.
 func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
-	// The attempt finishes what it started even if the client goes away:
-	// a retry then finds the outcome stored.
-	ctx = context.WithoutCancel(ctx)
+	// The attempt finishes what it started even if the client goes away
+	// (a retry then finds the outcome stored), bounded by the request's
+	// deadline, or the lease without one: a silent database cannot hold it.
+	ctx, cancel := framework.Detach(ctx, a.cfg.LeaseDuration)
+	defer cancel()
 	waitUntil := time.Now().Add(a.cfg.InProgressWait)
 	claim := true
 	for range maxDecisions {
