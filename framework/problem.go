@@ -83,7 +83,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, logger *slog.Logger, e
 		}
 		logger.LogAttrs(r.Context(), level, "request failed",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", status), slog.String("error", err.Error()))
+			slog.Int("status", status), slog.String("error", store.RedactError(err)))
 	}
 	for k, v := range h {
 		w.Header()[k] = v

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // outcome is what a request is answered with.
@@ -365,7 +366,7 @@ func (a *Adapter) takeover(ctx context.Context, at *attempt, rec Record, now tim
 func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp Response, err error, reconciling bool) (outcome, error) {
 	switch {
 	case errors.Is(err, ErrAbandoned):
-		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", err.Error()))
+		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(err)))
 		return outcome{}, err
 	case errors.Is(err, ErrFenced):
 		return a.afterFenced(ctx, op, at)
@@ -391,7 +392,7 @@ func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp R
 		return out, nil
 	}
 	if err := at.failPoint(ctx, FailPointBeforeComplete); err != nil {
-		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", err.Error()))
+		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(err)))
 		return outcome{}, err
 	}
 	if stored.truncated {
@@ -437,7 +438,7 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 		if !ok {
 			return a.afterFenced(ctx, at.op, at)
 		}
-		a.logTransition(ctx, at, "released", stateReleased, 0, false, slog.String("error", cause.Error()))
+		a.logTransition(ctx, at, "released", stateReleased, 0, false, slog.String("error", store.RedactError(cause)))
 		return outcome{}, cause
 	}
 	code := string(framework.ErrorFor(cause).Code)
@@ -452,7 +453,7 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 	if !ok {
 		return a.afterFenced(ctx, at.op, at)
 	}
-	a.logTransition(ctx, at, "unknown", StateUnknown, 0, false, slog.String("error", cause.Error()))
+	a.logTransition(ctx, at, "unknown", StateUnknown, 0, false, slog.String("error", store.RedactError(cause)))
 	return outcome{}, &framework.Error{Code: framework.CodeOutcomePending,
 		Detail: "the outcome of this request is not known yet and is being reconciled; retry later with the same key", Err: cause}
 }

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // RecoverStats counts what one recovery run did.
@@ -181,7 +182,7 @@ func (a *Adapter) work(ctx context.Context) {
 	cleanup := time.NewTicker(a.cfg.CleanupInterval)
 	defer cleanup.Stop()
 	if err := a.refreshGauges(ctx); err != nil && ctx.Err() == nil {
-		a.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency gauges not refreshed", slog.String("error", err.Error()))
+		a.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency gauges not refreshed", slog.String("error", store.RedactError(err)))
 	}
 	for {
 		select {
@@ -189,11 +190,11 @@ func (a *Adapter) work(ctx context.Context) {
 			return
 		case <-recovery.C:
 			if _, err := a.RecoverOnce(ctx); err != nil && ctx.Err() == nil {
-				a.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency recovery failed", slog.String("error", err.Error()))
+				a.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency recovery failed", slog.String("error", store.RedactError(err)))
 			}
 		case <-cleanup.C:
 			if _, err := a.CleanupOnce(ctx); err != nil && ctx.Err() == nil {
-				a.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency cleanup failed", slog.String("error", err.Error()))
+				a.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency cleanup failed", slog.String("error", store.RedactError(err)))
 			}
 		}
 	}

@@ -3,12 +3,10 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"regexp"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
 )
@@ -143,21 +141,14 @@ func (l *gormLogger) Trace(ctx context.Context, begin time.Time, fc func() (stri
 var quoted = regexp.MustCompile(`"[^"]*"|'[^']*'`)
 
 // RedactError renders err for a log line without the values that database
-// errors may quote: quoted literals are replaced by "…", and a PostgreSQL
-// error's DETAIL (which repeats key values and whole rows) is left out. The
-// SQLSTATE, the constraint and the rest of the message stay, which is what
+// errors may quote: every quoted literal of the message ("…" or '…', where
+// PostgreSQL puts the offending input) is replaced by "…". A PostgreSQL
+// error's DETAIL, which repeats key values and whole rows, is never part of
+// its message. The SQLSTATE and the rest of the message stay, which is what
 // an operator needs.
 func RedactError(err error) string {
 	if err == nil {
 		return ""
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		s := fmt.Sprintf("%s: %s (SQLSTATE %s)", pgErr.Severity, quoted.ReplaceAllString(pgErr.Message, `"…"`), pgErr.Code)
-		if pgErr.ConstraintName != "" {
-			s += " constraint " + pgErr.ConstraintName
-		}
-		return s
 	}
 	return quoted.ReplaceAllString(err.Error(), `"…"`)
 }
