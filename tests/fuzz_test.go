@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
+	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -36,7 +38,13 @@ func pick[T any](list []T, i uint8) T { return list[int(i)%len(list)] }
 func FuzzHandler(f *testing.F) {
 	var envs []*env
 	for _, dialect := range testdb.Dialects() {
-		envs = append(envs, newEnv(f, testdb.New(f, dialect)))
+		// Short waits, so that a provider timeout or a lock wait does not
+		// stall the fuzzer for seconds.
+		envs = append(envs, newEnv(f, testdb.New(f, dialect), func(c *app.Config) {
+			c.ProviderTimeout = 20 * time.Millisecond
+			c.LockTimeout = 50 * time.Millisecond
+			c.PostKeys.InProgressWait = 10 * time.Millisecond
+		}))
 	}
 	order := `{"customer":"cus_1","currency":"EUR","items":[{"sku":"sku_1","quantity":2,"unit_price":"10.00"}]}`
 	f.Add(uint8(1), uint8(0), "6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f", uint8(0), "", uint8(0), "If-None-Match", "*", []byte(order))
