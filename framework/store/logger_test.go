@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -49,3 +50,32 @@ func TestGormLoggerRendersOnlyWhatItLogs(t *testing.T) {
 		t.Fatalf("a logger that logs nothing rendered or wrote: %d %q", rendered, buf.String())
 	}
 }
+
+// BenchmarkGormLoggerTrace is the logger's cost for one successful,
+// fast statement (the common case), against gorm's slog logger, which
+// renders the statement with its values before deciding not to log it.
+func BenchmarkGormLoggerTrace(b *testing.B) {
+	sql := "INSERT INTO orders (tenant_id,id,version,status,body,create_fingerprint,fingerprint,created_at,updated_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT DO NOTHING"
+	vars := []any{"acme", "6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f", 1, "draft", `{"customer":"cus_1"}`, "v1:abc", "v1:abc", time.Now(), time.Now()}
+	discard := slog.New(slog.DiscardHandler)
+	for name, l := range map[string]gormlogger.Interface{
+		"retrysafe": NewGormLogger(discard, GormLoggerConfig{}),
+		"gorm-slog": gormlogger.NewSlogLogger(discard, gormlogger.Config{SlowThreshold: time.Second, LogLevel: gormlogger.Warn}),
+	} {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				l.Trace(ctx, time.Now(), func() (string, int64) {
+					s, v := sql, vars
+					if f, ok := l.(gorm.ParamsFilter); ok {
+						s, v = f.ParamsFilter(ctx, s, v...)
+					}
+					return gormlogger.ExplainSQL(s, numericPlaceholder, `'`, v...), 1
+				}, nil)
+			}
+		})
+	}
+}
+
+var numericPlaceholder = regexp.MustCompile(`\$(\d+)\$?`)
