@@ -41,8 +41,8 @@ type Config struct {
 	//
 	// A client cannot bound the wait for a free pool connection apart from
 	// the statement: database/sql waits until the context is done. Every
-	// request carries a deadline (the framework's Deadline middleware); give your own
-	// background work a context with a deadline too.
+	// request carries a deadline (the framework's Deadline middleware);
+	// give your own background work a context with a deadline too.
 	StatementTimeout time.Duration
 }
 
