@@ -95,12 +95,14 @@ func PrincipalFromContext(ctx context.Context) (Principal, bool) {
 // RequireAuth is gin middleware that authenticates every request before any
 // handler (and so before any replay) runs: a key is never a credential. A
 // request it refuses is answered 401 unauthenticated with
-// WWW-Authenticate: Bearer, without its body being read. Handlers behind it
-// read the tenant with [Tenant] or [PrincipalFromContext].
+// WWW-Authenticate: Bearer, without its body being read, and its connection
+// is closed. Handlers behind it read the tenant with [Tenant] or
+// [PrincipalFromContext].
 func RequireAuth(a Authenticator, logger *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p, err := a.Authenticate(c.Request)
 		if err != nil {
+			closeWithoutReading(c.Writer)
 			WriteProblem(c.Writer, c.Request, logger, err)
 			c.Abort()
 			return

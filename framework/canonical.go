@@ -16,26 +16,35 @@ import (
 // DefaultMaxDepth is the nesting bound of request JSON when none is set.
 const DefaultMaxDepth = 32
 
-// checkJSON rejects what encoding/json would silently accept or choke on:
-// invalid UTF-8, duplicate object keys (compared after unescaping), nesting
-// deeper than maxDepth, and anything but exactly one JSON value. It returns
-// a malformed_json *Error.
+// MaxNumberLength bounds the spelling of one JSON number in a request body,
+// in bytes (sign, digits, point and exponent). A longer number is rejected
+// before anything parses it with arbitrary precision: no int64, no float64
+// and no price needs more, and a million-digit number would otherwise cost
+// seconds of CPU.
+const MaxNumberLength = 64
+
+// checkJSON rejects what encoding/json would silently accept or choke on,
+// and what a database cannot store: invalid UTF-8, duplicate object keys
+// (compared after unescaping), nesting deeper than maxDepth, and anything
+// but exactly one JSON value are malformed_json; a string holding NUL
+// (which PostgreSQL text cannot store) and a number longer than
+// [MaxNumberLength] are validation_failed on their field. It returns an
+// *Error.
 func checkJSON(body []byte, maxDepth int) error {
 	if !utf8.Valid(body) {
 		return Errorf(CodeMalformedJSON, "body is not valid UTF-8")
 	}
-	type frame struct {
-		object    bool
-		expectKey bool
-		keys      map[string]struct{}
-	}
 	var (
-		stack    []frame
+		stack    []jsonFrame
 		topLevel int
 	)
 	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1].object {
-			stack[n-1].expectKey = true
+		if n := len(stack); n > 0 {
+			if stack[n-1].object {
+				stack[n-1].expectKey = true
+			} else {
+				stack[n-1].index++
+			}
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -60,7 +69,7 @@ func checkJSON(body []byte, maxDepth int) error {
 				if len(stack) >= maxDepth {
 					return Errorf(CodeMalformedJSON, "JSON nesting is deeper than %d", maxDepth)
 				}
-				stack = append(stack, frame{object: t == '{', expectKey: t == '{'})
+				stack = append(stack, jsonFrame{object: t == '{', expectKey: t == '{'})
 			default:
 				stack = stack[:len(stack)-1]
 				valueDone()
@@ -75,8 +84,20 @@ func checkJSON(body []byte, maxDepth int) error {
 					return Errorf(CodeMalformedJSON, "duplicate object key %q", t)
 				}
 				top.keys[t] = struct{}{}
+				top.key = t
 				top.expectKey = false
+				if strings.IndexByte(t, 0) >= 0 {
+					return fieldError(jsonPath(stack), "must not contain NUL characters")
+				}
 				continue
+			}
+			if strings.IndexByte(t, 0) >= 0 {
+				return fieldError(jsonPath(stack), "must not contain NUL characters")
+			}
+			valueDone()
+		case json.Number:
+			if len(t) > MaxNumberLength {
+				return fieldError(jsonPath(stack), fmt.Sprintf("a number of at most %d characters", MaxNumberLength))
 			}
 			valueDone()
 		default:
@@ -87,6 +108,41 @@ func checkJSON(body []byte, maxDepth int) error {
 		return Errorf(CodeMalformedJSON, "body is empty")
 	}
 	return nil
+}
+
+// jsonFrame is one open object or array of checkJSON's walk.
+type jsonFrame struct {
+	object    bool
+	expectKey bool
+	keys      map[string]struct{}
+	key       string // the current member of an object
+	index     int    // the current element of an array
+}
+
+// jsonPath names the value being read in the error style of validation
+// failures: "items[0].sku"; the top level is "body". A NUL in a key is
+// spelled \u0000.
+func jsonPath(stack []jsonFrame) string {
+	var b strings.Builder
+	for _, f := range stack {
+		if f.object {
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(strings.ReplaceAll(f.key, "\x00", `\u0000`))
+		} else {
+			b.WriteString("[" + strconv.Itoa(f.index) + "]")
+		}
+	}
+	if b.Len() == 0 {
+		return "body"
+	}
+	return b.String()
+}
+
+func fieldError(field, reason string) *Error {
+	return &Error{Code: CodeValidationFailed, Detail: "the command has invalid fields",
+		Fields: []FieldError{{Field: field, Reason: reason}}}
 }
 
 // CanonicalJSON rewrites one JSON value in canonical form: object keys
@@ -169,6 +225,9 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 // trailing zeros folded into an exponent: "-0.50" → "-5e-1", "4200" →
 // "42e2", "0" and "-0.0" → "0".
 func canonicalNumber(s string) (string, error) {
+	if len(s) > MaxNumberLength {
+		return "", fmt.Errorf("canonical JSON: a number longer than %d characters", MaxNumberLength)
+	}
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
 	mantissa, expPart, hasExp := strings.Cut(strings.ToLower(s), "e")

@@ -54,6 +54,17 @@
 //     request with pattern, operation, outcome and key hash; child spans
 //     for the steps) and trace IDs on log records.
 //
+// Limits, so that no client and no outage holds the service:
+//   - [Deadline]: a deadline on every request (default 10s); a database
+//     that does not answer gives 503 unavailable by then. [Detach] keeps
+//     it for work that must outlive the client.
+//   - [NewServer] and [ServerConfig]: header, body, write and idle timeouts.
+//     [RequireAuth] answers a refused request without reading its body.
+//   - [Readiness]: a /readyz handler, 503 while the database does not answer.
+//   - [StorableText] and [Bind]: NUL and invalid UTF-8 in paths, queries and
+//     bodies are 400, and numbers longer than [MaxNumberLength] are refused
+//     before they are parsed.
+//
 // Events beyond the request live in the subpackages outbox (written in the
 // effect's transaction, relayed at least once; outbox/natsjs for NATS
 // JetStream) and inbox (a consumer's effect once per message).

@@ -18,8 +18,9 @@ const maxExponent = 30
 // units, counts. It is always written as a plain integer.
 type Integer int64
 
-// UnmarshalJSON implements [json.Unmarshaler]. A fraction, a string or a
-// value outside int64 is a type error (validation_failed on the field).
+// UnmarshalJSON implements [json.Unmarshaler]. A fraction, a string, a
+// value outside int64 or a spelling longer than [MaxNumberLength] is a type
+// error (validation_failed on the field).
 func (a *Integer) UnmarshalJSON(b []byte) error {
 	s := string(b)
 	if s == "null" {
@@ -34,7 +35,9 @@ func (a *Integer) UnmarshalJSON(b []byte) error {
 }
 
 func integral(s string) (int64, bool) {
-	if s == "" || !(s[0] == '-' || s[0] >= '0' && s[0] <= '9') {
+	// Bound the spelling before big.Rat parses it: its cost grows faster
+	// than the number of digits.
+	if s == "" || len(s) > MaxNumberLength || !(s[0] == '-' || s[0] >= '0' && s[0] <= '9') {
 		return 0, false
 	}
 	if _, exp, ok := strings.Cut(strings.ToLower(s), "e"); ok {

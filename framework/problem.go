@@ -116,13 +116,13 @@ func writeProblem(w http.ResponseWriter, r *http.Request, logger *slog.Logger, c
 		if status == http.StatusServiceUnavailable {
 			level = slog.LevelWarn
 		}
-		cause := err.Error()
+		cause := err
 		if e.Err != nil && e.Code == CodeInternal {
-			cause = e.Err.Error()
+			cause = e.Err
 		}
 		logger.LogAttrs(r.Context(), level, "request failed",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", status), slog.String("error", cause))
+			slog.Int("status", status), slog.String("error", store.RedactError(cause)))
 	}
 	for k, v := range h {
 		w.Header()[k] = v

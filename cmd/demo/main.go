@@ -14,6 +14,11 @@
 //
 // DEMO_POSTKEYS_LEASE and DEMO_POSTKEYS_RECOVERY_INTERVAL (Go durations)
 // tune the POST fallback; DEMO_TEST_HOLD is for fault tests.
+//
+// Limits (flags, with their defaults): -request-deadline 10s (a request the
+// database does not answer in time is 503), -read-header-timeout 5s,
+// -read-timeout 15s (headers and body), -write-timeout 15s, -idle-timeout
+// 60s (keep-alive), -db-connect-timeout 5s and -db-statement-timeout 5s.
 package main
 
 import (
@@ -34,6 +39,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 func main() {
@@ -51,6 +57,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address HOST:PORT")
 	dsn := fs.String("db", "", `database: "sqlite:PATH" or a postgres:// URL (default $DATABASE_URL, else sqlite:retrysafe-demo.db)`)
 	natsURL := fs.String("nats", "", "NATS JetStream URL for the outbox relay and the ledger consumer (default $NATS_URL, else in process)")
+	deadline := fs.Duration("request-deadline", framework.DefaultRequestDeadline, "deadline of every request; past it, 503 unavailable")
+	readHeader := fs.Duration("read-header-timeout", framework.DefaultReadHeaderTimeout, "time to read a request's headers")
+	read := fs.Duration("read-timeout", framework.DefaultReadTimeout, "time to read a whole request, headers and body")
+	write := fs.Duration("write-timeout", framework.DefaultWriteTimeout, "time from the end of the headers to the end of the response")
+	idle := fs.Duration("idle-timeout", framework.DefaultIdleTimeout, "keep-alive connections idle this long are closed")
+	connect := fs.Duration("db-connect-timeout", 5*time.Second, "time to open one database connection")
+	statement := fs.Duration("db-statement-timeout", 5*time.Second, "time one SQL statement of a write transaction may run (PostgreSQL)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,7 +96,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, TracerProvider: tp,
-		Events: app.EventsConfig{NATSURL: *natsURL}, PostKeys: postKeys})
+		Events: app.EventsConfig{NATSURL: *natsURL}, PostKeys: postKeys, RequestDeadline: *deadline,
+		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement}})
 	if err != nil {
 		return err
 	}
@@ -96,7 +110,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv, err := framework.NewServer(a.Handler(), framework.ServerConfig{
+		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
+	})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	fmt.Fprintf(stdout, "retrysafe demo listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // outcome is what a request is answered with.
@@ -112,8 +113,10 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 func (a *Adapter) serveUnrecorded(ctx context.Context, op *operation, at *attempt) (outcome, error) {
 	at.claimedAt = a.engine.Now()
 	if op.mode == Phased {
-		resp, err := op.run(context.WithoutCancel(ctx), at)
-		return a.finish(context.WithoutCancel(ctx), op, at, resp, err, false)
+		ctx, cancel := framework.Detach(ctx, a.cfg.LeaseDuration)
+		defer cancel()
+		resp, err := op.run(ctx, at)
+		return a.finish(ctx, op, at, resp, err, false)
 	}
 	var resp Response
 	err := a.db.Write(ctx, func(tx *gorm.DB) error {
@@ -269,9 +272,11 @@ func (a *Adapter) replay(ctx context.Context, db *gorm.DB, op *operation, at *at
 // record and replay it, wait for it, take it over (expired lease: resume
 // from the recovery point; unknown: reconcile), or answer 409.
 func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
-	// The attempt finishes what it started even if the client goes away:
-	// a retry then finds the outcome stored.
-	ctx = context.WithoutCancel(ctx)
+	// The attempt finishes what it started even if the client goes away
+	// (a retry then finds the outcome stored), bounded by the request's
+	// deadline, or the lease without one: a silent database cannot hold it.
+	ctx, cancel := framework.Detach(ctx, a.cfg.LeaseDuration)
+	defer cancel()
 	waitUntil := time.Now().Add(a.cfg.InProgressWait)
 	claim := true
 	for range maxDecisions {
@@ -389,7 +394,7 @@ func (a *Adapter) takeover(ctx context.Context, at *attempt, rec Record) (bool, 
 func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp Response, err error, reconciling bool) (outcome, error) {
 	switch {
 	case errors.Is(err, ErrAbandoned):
-		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", err.Error()))
+		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(err)))
 		return outcome{}, err
 	case errors.Is(err, ErrFenced):
 		return a.afterFenced(ctx, op, at)
@@ -415,7 +420,7 @@ func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp R
 		return out, nil
 	}
 	if err := at.failPoint(ctx, FailPointBeforeComplete); err != nil {
-		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", err.Error()))
+		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(err)))
 		return outcome{}, err
 	}
 	if stored.truncated {
@@ -459,7 +464,7 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 		if !ok {
 			return a.afterFenced(ctx, at.op, at)
 		}
-		a.logTransition(ctx, at, "released", stateReleased, 0, false, slog.String("error", cause.Error()))
+		a.logTransition(ctx, at, "released", stateReleased, 0, false, slog.String("error", store.RedactError(cause)))
 		return outcome{}, cause
 	}
 	code := string(framework.ErrorFor(cause).Code)
@@ -474,7 +479,7 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 	if !ok {
 		return a.afterFenced(ctx, at.op, at)
 	}
-	a.logTransition(ctx, at, "unknown", StateUnknown, 0, false, slog.String("error", cause.Error()))
+	a.logTransition(ctx, at, "unknown", StateUnknown, 0, false, slog.String("error", store.RedactError(cause)))
 	return outcome{}, &framework.Error{Code: framework.CodeOutcomePending,
 		Detail: "the outcome of this request is not known yet and is being reconciled; retry later with the same key", Err: cause}
 }

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // RecoverStats counts what one recovery run did.
@@ -174,21 +175,24 @@ func (a *Adapter) work(ctx context.Context) {
 	defer recovery.Stop()
 	cleanup := time.NewTicker(a.cfg.CleanupInterval)
 	defer cleanup.Stop()
-	if err := a.refreshGauges(ctx); err != nil && ctx.Err() == nil {
-		a.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency gauges not refreshed", slog.String("error", err.Error()))
+	// Each round gets a deadline, as every request does, so that a silent
+	// database cannot hold the worker: the next round starts afresh.
+	round := func(name string, fn func(context.Context) error) {
+		rctx, cancel := context.WithTimeout(ctx, a.cfg.LeaseDuration)
+		defer cancel()
+		if err := fn(rctx); err != nil && ctx.Err() == nil {
+			a.logger.LogAttrs(ctx, slog.LevelWarn, name, slog.String("error", store.RedactError(err)))
+		}
 	}
+	round("idempotency gauges not refreshed", a.refreshGauges)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-recovery.C:
-			if _, err := a.RecoverOnce(ctx); err != nil && ctx.Err() == nil {
-				a.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency recovery failed", slog.String("error", err.Error()))
-			}
+			round("idempotency recovery failed", func(ctx context.Context) error { _, err := a.RecoverOnce(ctx); return err })
 		case <-cleanup.C:
-			if _, err := a.CleanupOnce(ctx); err != nil && ctx.Err() == nil {
-				a.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency cleanup failed", slog.String("error", err.Error()))
-			}
+			round("idempotency cleanup failed", func(ctx context.Context) error { _, err := a.CleanupOnce(ctx); return err })
 		}
 	}
 }

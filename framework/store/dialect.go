@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,7 +34,7 @@ type Dialect interface {
 	// classify reports whether err is a lock timeout or an outage.
 	classify(err error) (lockTimeout, unavailable bool)
 	// begin, commit and check are in dialect_tx.go.
-	begin(lockTimeout time.Duration) []string
+	begin(lockTimeout, statementTimeout time.Duration) []string
 	commit(ctx context.Context, conn *sql.Conn) error
 	check(ctx context.Context, db *sql.DB) error
 }
@@ -51,26 +52,38 @@ func (postgresDialect) LockRow(q *gorm.DB) *gorm.DB {
 	return q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
 }
 
+// classify puts connection-class failures first: a server error that
+// arrives while connecting (the database is starting up, shutting down, or
+// has no connection slot left) is an outage whatever its SQLSTATE.
 func (postgresDialect) classify(err error) (lockTimeout, unavailable bool) {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch {
-		case pgErr.Code == "55P03", // lock_not_available
-			pgErr.Code == "40001", // serialization_failure
-			pgErr.Code == "40P01": // deadlock_detected
-			return true, false
-		case pgErr.Code[:2] == "08", // connection exception
-			pgErr.Code[:2] == "53",                                              // insufficient resources
-			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // shutdown, cannot connect now
-			return false, true
-		}
-		return false, false
-	}
 	var connectErr *pgconn.ConnectError
-	if errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err) {
+	if errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err) ||
+		pgconn.Timeout(err) || isNetworkError(err) {
 		return false, true
 	}
-	return false, isNetworkError(err)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false, false
+	}
+	switch pgErr.Code {
+	case "55P03", // lock_not_available (lock_timeout)
+		"40001", // serialization_failure
+		"40P01": // deadlock_detected
+		return true, false
+	case "57P01", // admin_shutdown
+		"57P02", // crash_shutdown
+		"57P03", // cannot_connect_now (starting up, shutting down, recovery)
+		"57P04", // database_dropped
+		"57P05", // idle_session_timeout
+		"57014", // query_canceled (statement_timeout, a cancel request)
+		"25P03", // idle_in_transaction_session_timeout
+		"58000", // system_error
+		"58030": // io_error
+		return false, true
+	}
+	// Whole classes: 08 connection_exception, 53 insufficient_resources
+	// (53300 too_many_connections, 53100 disk_full).
+	return false, strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "53")
 }
 
 type sqliteDialect struct{}
@@ -81,12 +94,15 @@ func (sqliteDialect) LockRow(q *gorm.DB) *gorm.DB { return q }
 
 // SQLite primary result codes (the low byte of an extended code).
 const (
-	sqliteBusy     = 5
-	sqliteLocked   = 6
-	sqliteReadonly = 8
-	sqliteIOErr    = 10
-	sqliteFull     = 13
-	sqliteCantOpen = 14
+	sqliteBusy   = 5
+	sqliteLocked = 6
+	// sqliteInterrupt: the driver interrupted a statement whose context
+	// ended (the request deadline).
+	sqliteInterrupt = 9
+	sqliteReadonly  = 8
+	sqliteIOErr     = 10
+	sqliteFull      = 13
+	sqliteCantOpen  = 14
 )
 
 func (sqliteDialect) classify(err error) (lockTimeout, unavailable bool) {
@@ -95,7 +111,7 @@ func (sqliteDialect) classify(err error) (lockTimeout, unavailable bool) {
 		switch sqlErr.Code() & 0xff {
 		case sqliteBusy, sqliteLocked:
 			return true, false
-		case sqliteReadonly, sqliteIOErr, sqliteFull, sqliteCantOpen:
+		case sqliteReadonly, sqliteIOErr, sqliteFull, sqliteCantOpen, sqliteInterrupt:
 			return false, true
 		}
 		return false, false
@@ -104,10 +120,14 @@ func (sqliteDialect) classify(err error) (lockTimeout, unavailable bool) {
 }
 
 // isNetworkError reports errors that mean the connection to the database is
-// gone, whatever the driver.
+// gone or did not answer in time, whatever the driver: a network error, a
+// closed connection, or the context's deadline (the request deadline ran out
+// while waiting for a connection or an answer).
 func isNetworkError(err error) bool {
 	var netErr net.Error
 	return errors.As(err, &netErr) ||
+		errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, sql.ErrConnDone) ||
 		errors.Is(err, driver.ErrBadConn) ||
 		errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) ||

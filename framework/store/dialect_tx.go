@@ -20,11 +20,16 @@ import (
 // 12 is tested.
 const MinPostgresVersion = 120000
 
-// begin starts a transaction with the lock timeout applied to it alone: one
-// round trip (a simple-protocol statement list), and SET LOCAL ends with
-// the transaction, so a pooled server connection (PgBouncer) keeps nothing.
-func (postgresDialect) begin(lockTimeout time.Duration) []string {
-	return []string{"BEGIN; SET LOCAL lock_timeout = " + strconv.FormatInt(max(lockTimeout.Milliseconds(), 1), 10)}
+// begin starts a transaction with the lock and statement timeouts applied
+// to it alone (and an idle-in-transaction timeout of six statement
+// timeouts, so a stalled process cannot hold its locks forever): one round
+// trip (a simple-protocol statement list), and SET LOCAL ends with the
+// transaction, so a pooled server connection (PgBouncer) keeps nothing.
+func (postgresDialect) begin(lockTimeout, statementTimeout time.Duration) []string {
+	ms := func(d time.Duration) string { return strconv.FormatInt(max(d.Milliseconds(), 1), 10) }
+	return []string{"BEGIN; SET LOCAL lock_timeout = " + ms(lockTimeout) +
+		"; SET LOCAL statement_timeout = " + ms(statementTimeout) +
+		"; SET LOCAL idle_in_transaction_session_timeout = " + ms(6*statementTimeout)}
 }
 
 // commit sends COMMIT and reports PostgreSQL's answer ROLLBACK (a failed
@@ -61,8 +66,9 @@ func (postgresDialect) check(ctx context.Context, db *sql.DB) error {
 // begin sets the connection's busy timeout (how long BEGIN IMMEDIATE and
 // the commit wait for another writer: the lock timeout) and takes the
 // write lock up front. The busy timeout stays on the connection; it is
-// harmless to the application's own use of it.
-func (sqliteDialect) begin(lockTimeout time.Duration) []string {
+// harmless to the application's own use of it. SQLite has no statement
+// timeout: the context (the request deadline) interrupts a statement.
+func (sqliteDialect) begin(lockTimeout, _ time.Duration) []string {
 	return []string{
 		"PRAGMA busy_timeout = " + strconv.FormatInt(max(lockTimeout.Milliseconds(), 1), 10),
 		"BEGIN IMMEDIATE",

@@ -12,21 +12,27 @@
 //
 // What the framework needs per transaction, [DB.Write] sets per
 // transaction on a connection of that pool: on PostgreSQL BEGIN and SET
-// LOCAL lock_timeout in one round trip (it holds behind PgBouncer in
-// transaction pooling), on SQLite the busy timeout and BEGIN IMMEDIATE.
-// What it cannot set, New checks once and refuses with [ErrMisconfigured]
-// and what to change: SQLite must be in WAL mode, PostgreSQL at least
-// [MinPostgresVersion].
+// LOCAL lock_timeout, statement_timeout and
+// idle_in_transaction_session_timeout in one round trip (it holds behind
+// PgBouncer in transaction pooling), on SQLite the busy timeout and BEGIN
+// IMMEDIATE. What it cannot set, New checks once and refuses with
+// [ErrMisconfigured] and what to change: SQLite must be in WAL mode,
+// PostgreSQL at least [MinPostgresVersion].
 //
 // [Open] is a convenience on top: it takes a DSN, "sqlite:PATH" for the
 // embedded default (pure Go, WAL mode) or a postgres:// URL, opens a pool
-// and calls New.
+// with a connect timeout and calls New. It installs [NewGormLogger], which
+// logs failed and slow SQL without parameter values and renders nothing it
+// does not log; use it for a *gorm.DB of your own too. [RedactError]
+// renders a database error for a log line without the values it may quote.
 //
 // The returned [DB] carries the [Dialect] (row locks) and [DB.Write],
 // which runs a function in one transaction; pass its *gorm.DB to every
 // transactional twin so that their writes commit together. Errors that
-// mean "the database is not there" are wrapped with [ErrUnavailable] and
-// errors that mean "a concurrent transaction held the lock too long" with
-// [ErrLockTimeout] ([DB.Classify]); the framework maps them to 503
-// unavailable and 409 request_in_progress.
+// mean "the database is not there" (refused, starting up, shutting down,
+// too many connections, a connect or statement timeout, a context
+// deadline) are wrapped with [ErrUnavailable], and errors that mean "a
+// concurrent transaction held the lock too long" with [ErrLockTimeout]
+// ([DB.Classify]); the framework maps them to 503 unavailable and 409
+// request_in_progress.
 package store

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/glebarez/sqlite"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 )
 
 // Config tunes [New] and [Open]. The zero value is ready to use.
@@ -32,9 +32,27 @@ type Config struct {
 	// lock.
 	MaxOpenConns int
 	// Logger receives the slow-query and error reports of the gorm handle
-	// that [Open] creates; [New] keeps the application's gorm logger.
-	// Defaults to a logger that discards them.
+	// that [Open] creates, without parameter values (see [NewGormLogger]);
+	// [New] keeps the application's gorm logger. Defaults to a logger that
+	// discards them.
 	Logger *slog.Logger
+	// ConnectTimeout bounds opening one connection to PostgreSQL (the
+	// connect_timeout parameter, whole seconds) unless the DSN sets one, so
+	// that a silent network fails instead of hanging. Defaults to 5s.
+	ConnectTimeout time.Duration
+	// StatementTimeout bounds one statement of a [DB.Write] transaction on
+	// the PostgreSQL server (SET LOCAL statement_timeout), and
+	// idle_in_transaction_session_timeout is set to six times it, per
+	// transaction like the lock timeout, so that it holds on an
+	// application's own pool and behind PgBouncer. Reads outside Write are
+	// bounded by their context (the request deadline). Defaults to 5s,
+	// below the framework's request deadline of 10s.
+	//
+	// A client cannot bound the wait for a free pool connection apart from
+	// the statement: database/sql waits until the context is done. Every
+	// request carries a deadline (the framework's Deadline middleware);
+	// give your own background work a context with a deadline too.
+	StatementTimeout time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -47,6 +65,15 @@ func (c *Config) setDefaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.ConnectTimeout < 0 || c.StatementTimeout < 0 {
+		return errors.New("store: ConnectTimeout and StatementTimeout must not be negative")
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = 5 * time.Second
+	}
+	if c.StatementTimeout == 0 {
+		c.StatementTimeout = 5 * time.Second
+	}
 	return nil
 }
 
@@ -55,7 +82,8 @@ type DB struct {
 	Gorm    *gorm.DB
 	Dialect Dialect
 
-	lockTimeout time.Duration
+	lockTimeout      time.Duration
+	statementTimeout time.Duration
 }
 
 // New wraps an application's own *gorm.DB (PostgreSQL through
@@ -93,7 +121,7 @@ func New(ctx context.Context, gdb *gorm.DB, cfg Config) (*DB, error) {
 	if err := dialect.check(ctx, sqlDB); err != nil {
 		return nil, classify(dialect, err)
 	}
-	return &DB{Gorm: gdb, Dialect: dialect, lockTimeout: cfg.LockTimeout}, nil
+	return &DB{Gorm: gdb, Dialect: dialect, lockTimeout: cfg.LockTimeout, statementTimeout: cfg.StatementTimeout}, nil
 }
 
 // Open connects to the database named by dsn and wraps it with [New]:
@@ -105,7 +133,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 		return nil, err
 	}
 	gcfg := &gorm.Config{
-		Logger:                 logger.NewSlogLogger(cfg.Logger, logger.Config{SlowThreshold: time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true}),
+		Logger:                 NewGormLogger(cfg.Logger, GormLoggerConfig{}),
 		SkipDefaultTransaction: true,
 		NowFunc:                func() time.Time { return time.Now().UTC() },
 	}
@@ -126,10 +154,11 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 			maxConns = 4
 		}
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		if _, err := url.Parse(dsn); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnknownDSN, err)
+		pgDSN, err := postgresDSN(dsn, cfg.ConnectTimeout)
+		if err != nil {
+			return nil, err
 		}
-		dialector = postgres.Open(dsn)
+		dialector = postgres.Open(pgDSN)
 		dialect = postgresDialect{}
 		if maxConns == 0 {
 			maxConns = 20
@@ -165,6 +194,22 @@ func sqliteDSN(path string, lockTimeout time.Duration) string {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	return "file:" + path + "?" + q.Encode()
+}
+
+// postgresDSN adds connect_timeout unless the DSN sets one. It is read by
+// the driver, not sent to the server, so it also works behind PgBouncer;
+// the server-side timeouts are set per transaction by [DB.Write].
+func postgresDSN(dsn string, connectTimeout time.Duration) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUnknownDSN, err)
+	}
+	q := u.Query()
+	if q.Get("connect_timeout") == "" {
+		q.Set("connect_timeout", strconv.FormatInt(int64(max(time.Second, connectTimeout)/time.Second), 10))
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }
 
 // SQL returns the underlying *sql.DB (for migrations and Close).

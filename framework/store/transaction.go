@@ -47,7 +47,11 @@ func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error)
 	if lockTimeout == 0 {
 		lockTimeout = time.Second
 	}
-	for _, stmt := range db.Dialect.begin(lockTimeout) {
+	statementTimeout := db.statementTimeout
+	if statementTimeout == 0 {
+		statementTimeout = 5 * time.Second
+	}
+	for _, stmt := range db.Dialect.begin(lockTimeout, statementTimeout) {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			// A failed begin may have left a transaction open (PostgreSQL:
 			// BEGIN ran, SET LOCAL failed) or none (SQLite: BEGIN IMMEDIATE

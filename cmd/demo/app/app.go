@@ -71,6 +71,13 @@ type Config struct {
 	// TracerProvider traces requests, their steps and event consumption.
 	// Defaults to a no-op provider.
 	TracerProvider trace.TracerProvider
+	// RequestDeadline bounds every request ([framework.Deadline]): a
+	// database that does not answer gives 503 unavailable by then. Defaults
+	// to [framework.DefaultRequestDeadline] (10s).
+	RequestDeadline time.Duration
+	// Store configures the database pool (timeouts, pool size); its
+	// LockTimeout and Logger are taken from the fields above.
+	Store store.Config
 }
 
 // App is the demo service.
@@ -102,7 +109,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := store.Open(ctx, cfg.DSN, store.Config{LockTimeout: cfg.LockTimeout, Logger: cfg.Logger})
+	storeCfg := cfg.Store
+	storeCfg.LockTimeout, storeCfg.Logger = cfg.LockTimeout, cfg.Logger
+	db, err := store.Open(ctx, cfg.DSN, storeCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +181,9 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	framework.UseProblemHandlers(router, cfg.Logger)
 	router.Use(framework.TraceRequests(cfg.TracerProvider))
 	router.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
+	router.Use(framework.Deadline(cfg.RequestDeadline), framework.StorableText())
 	router.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	router.GET("/readyz", gin.WrapH(framework.Readiness(db.SQL(), 0, cfg.Logger)))
 
 	v1 := router.Group("/v1", framework.RequireAuth(auth, cfg.Logger))
 	ord.Mount(v1)

@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"gorm.io/gorm"
+	gormlogger "gorm.io/gorm/logger"
+)
+
+// DefaultSlowThreshold is the duration above which [NewGormLogger] reports
+// a statement as slow when its config sets none.
+const DefaultSlowThreshold = time.Second
+
+// GormLoggerConfig configures [NewGormLogger]. The zero value is ready to
+// use.
+type GormLoggerConfig struct {
+	// Level is the most verbose gorm level reported: gormlogger.Silent,
+	// Error (failed statements), Warn (also slow ones) or Info (every
+	// statement). Defaults to gormlogger.Warn.
+	Level gormlogger.LogLevel
+	// SlowThreshold is the duration above which a statement is reported as
+	// slow at Warn. Defaults to [DefaultSlowThreshold]; negative turns slow
+	// reports off.
+	SlowThreshold time.Duration
+}
+
+// gormLogger is gorm's logger for retrysafe. It reports failed and slow
+// statements to a *slog.Logger without their parameter values, so that no
+// idempotency key, token or request field reaches the log, and it does no
+// work for a statement it will not report: the statement text is built only
+// when a record is about to be written.
+type gormLogger struct {
+	logger *slog.Logger
+	level  gormlogger.LogLevel
+	slow   time.Duration
+}
+
+var (
+	_ gormlogger.Interface = (*gormLogger)(nil)
+	_ gorm.ParamsFilter    = (*gormLogger)(nil)
+)
+
+// NewGormLogger returns a gorm logger that writes to logger: failed
+// statements at slog.LevelError, slow ones at slog.LevelWarn and, at
+// gormlogger.Info, every statement at slog.LevelDebug. SQL is logged with
+// its placeholders ($1, ?), never with the values bound to them; a database
+// error is logged by its SQLSTATE or result code and a message whose quoted
+// literals are masked. A record not found is not an error here. Use it for a
+// *gorm.DB of your own: gorm.Config{Logger: store.NewGormLogger(l, cfg)}.
+func NewGormLogger(logger *slog.Logger, cfg GormLoggerConfig) gormlogger.Interface {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Level == 0 {
+		cfg.Level = gormlogger.Warn
+	}
+	if cfg.SlowThreshold == 0 {
+		cfg.SlowThreshold = DefaultSlowThreshold
+	}
+	return &gormLogger{logger: logger, level: cfg.Level, slow: cfg.SlowThreshold}
+}
+
+// LogMode implements gormlogger.Interface.
+func (l *gormLogger) LogMode(level gormlogger.LogLevel) gormlogger.Interface {
+	copied := *l
+	copied.level = level
+	return &copied
+}
+
+// Info, Warn and Error implement gormlogger.Interface. gorm passes them
+// messages of its own (migrations, deprecated calls); their arguments are
+// not logged, since they may hold values.
+func (l *gormLogger) Info(ctx context.Context, msg string, _ ...any) {
+	l.message(ctx, gormlogger.Info, slog.LevelInfo, msg)
+}
+
+func (l *gormLogger) Warn(ctx context.Context, msg string, _ ...any) {
+	l.message(ctx, gormlogger.Warn, slog.LevelWarn, msg)
+}
+
+func (l *gormLogger) Error(ctx context.Context, msg string, _ ...any) {
+	l.message(ctx, gormlogger.Error, slog.LevelError, msg)
+}
+
+func (l *gormLogger) message(ctx context.Context, at gormlogger.LogLevel, level slog.Level, msg string) {
+	if l.level < at || !l.logger.Enabled(ctx, level) {
+		return
+	}
+	l.logger.LogAttrs(ctx, level, "gorm", slog.String("message", msg))
+}
+
+// ParamsFilter implements gorm.ParamsFilter: the statement gorm hands to
+// Trace keeps its placeholders and drops the values.
+func (l *gormLogger) ParamsFilter(_ context.Context, sql string, _ ...any) (string, []any) {
+	return sql, nil
+}
+
+// Trace implements gormlogger.Interface. It decides whether to log from the
+// error and the duration alone, and calls fc (which renders the statement)
+// only then.
+func (l *gormLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
+	if l.level <= gormlogger.Silent {
+		return
+	}
+	var (
+		level slog.Level
+		msg   string
+	)
+	switch {
+	case err != nil && !errors.Is(err, gorm.ErrRecordNotFound) && l.level >= gormlogger.Error:
+		level, msg = slog.LevelError, "sql failed"
+	case l.slow > 0 && l.level >= gormlogger.Warn && time.Since(begin) > l.slow:
+		level, msg = slog.LevelWarn, "sql slow"
+	case l.level >= gormlogger.Info:
+		level, msg = slog.LevelDebug, "sql"
+	default:
+		return
+	}
+	if !l.logger.Enabled(ctx, level) {
+		return
+	}
+	sql, rows := fc()
+	attrs := []slog.Attr{
+		slog.Duration("duration", time.Since(begin)),
+		slog.String("sql", sql),
+		slog.Int64("rows", rows),
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", RedactError(err)))
+	}
+	l.logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// quoted matches the quoted literals of a database error message, where
+// PostgreSQL puts the offending input value (invalid input syntax for type
+// uuid: "…").
+var quoted = regexp.MustCompile(`"[^"]*"|'[^']*'`)
+
+// RedactError renders err for a log line without the values that database
+// errors may quote: every quoted literal of the message ("…" or '…', where
+// PostgreSQL puts the offending input) is replaced by "…". A PostgreSQL
+// error's DETAIL, which repeats key values and whole rows, is never part of
+// its message. The SQLSTATE and the rest of the message stay, which is what
+// an operator needs.
+func RedactError(err error) string {
+	if err == nil {
+		return ""
+	}
+	return quoted.ReplaceAllString(err.Error(), `"…"`)
+}

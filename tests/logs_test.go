@@ -1,0 +1,198 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/retrysafe/retrysafe/cmd/demo/app"
+	"github.com/retrysafe/retrysafe/internal/testdb"
+)
+
+// logBuffer collects log lines from concurrent writers.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestNoSecretsInLogs drives the demo through the failure paths whose logs
+// carried raw values (a lock timeout, a database outage, an insert the
+// database rejects, NUL in a path and a body) with every log line of the
+// framework and of gorm captured at Debug, and then looks for the raw
+// idempotency keys, the bearer tokens and the card number in them.
+func TestNoSecretsInLogs(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		logs := &logBuffer{}
+		logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		postgres := strings.HasPrefix(dsn, "postgres")
+		var proxy *tcpProxy
+		appDSN := dsn
+		if postgres {
+			u, err := url.Parse(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy = startProxy(t, u.Host)
+			u.Host = proxy.addr
+			appDSN = u.String()
+		}
+		e := newEnv(t, appDSN, func(c *app.Config) {
+			c.Logger = logger
+			c.LockTimeout = 200 * time.Millisecond
+		})
+		suffix := uuid.NewString()[:8]
+		const card = "4242424242424242"
+		badToken := "sk_live_SECRET" + suffix
+		keys := map[string]string{}
+		key := func(name string) string {
+			k := "rawkey-" + name + "-" + suffix
+			keys[name] = k
+			return k
+		}
+		payment := []byte(`{"amount":4200,"currency":"usd","customer":"cus_` + card + `","description":"card ` + card + `"}`)
+
+		// A bad token is refused, and must not be logged either.
+		wantStatus(t, e.do("POST", "/v1/payments", badToken, payment, "Idempotency-Key", key("unauth")), http.StatusUnauthorized)
+
+		// Lock timeout: another transaction holds the lock every claim needs.
+		holder := holdWriteLock(t, dsn)
+		wantStatus(t, e.do("POST", "/v1/transfers", tokenAcme, transferBody("acc_a", "acc_b", 500, "EUR"), "Idempotency-Key", key("lock-transfer")), http.StatusConflict)
+		wantStatus(t, e.do("POST", "/v1/payments", tokenAcme, payment, "Idempotency-Key", key("lock-payment")), http.StatusConflict)
+		holder()
+
+		// An insert the database rejects: a trigger refuses payments.
+		rejectInserts(t, dsn, true)
+		if r := e.do("POST", "/v1/payments", tokenAcme, payment, "Idempotency-Key", key("rejected")); r.Status < 500 {
+			t.Fatalf("a payment the database rejects answered %d: %s", r.Status, r.Body)
+		}
+		rejectInserts(t, dsn, false)
+
+		// NUL and invalid UTF-8 in a body and in a path.
+		nul := []byte(`{"amount":4200,"currency":"usd","customer":"cus_\u0000` + card + `"}`)
+		wantStatus(t, e.do("POST", "/v1/payments", tokenAcme, nul, "Idempotency-Key", key("nul")), http.StatusBadRequest)
+		wantStatus(t, e.do("GET", "/v1/payments/pay_%00"+card, tokenAcme, nil), http.StatusBadRequest)
+
+		// An outage: the connection to PostgreSQL is cut.
+		if postgres {
+			proxy.cut()
+			wantStatus(t, e.do("POST", "/v1/payments", tokenAcme, payment, "Idempotency-Key", key("outage")), http.StatusServiceUnavailable)
+			wantStatus(t, e.do("PUT", orderPath(uuid.New()), tokenAcme, orderBody(1, "1.00")), http.StatusServiceUnavailable)
+			proxy.restore(t)
+		}
+		// And a success, whose transition events must not carry it either.
+		wantStatus(t, e.do("POST", "/v1/payments", tokenAcme, payment, "Idempotency-Key", key("ok")), http.StatusCreated)
+
+		out := logs.String()
+		if !strings.Contains(out, `"level":"ERROR"`) && !strings.Contains(out, `"level":"WARN"`) {
+			t.Fatalf("the failure paths logged no warning or error; the test saw nothing:\n%s", out)
+		}
+		for name, k := range keys {
+			if strings.Contains(out, k) {
+				t.Errorf("the raw idempotency key of %q is in the logs", name)
+			}
+		}
+		for _, secret := range []string{tokenAcme, badToken, card} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%q is in the logs", secret)
+			}
+		}
+		if t.Failed() {
+			t.Logf("logs:\n%s", out)
+		}
+	})
+}
+
+// holdWriteLock makes every write to idempotency_records wait: on
+// PostgreSQL an open transaction holds the table in EXCLUSIVE mode, on
+// SQLite one holds the database's write lock. The returned func releases it.
+func holdWriteLock(t *testing.T, dsn string) func() {
+	t.Helper()
+	ctx := context.Background()
+	db, conn := rawConn(t, dsn)
+	stmts := []string{"BEGIN IMMEDIATE", "INSERT INTO sandbox_charges SELECT * FROM sandbox_charges WHERE 1 = 0"}
+	if strings.HasPrefix(dsn, "postgres") {
+		stmts = []string{"BEGIN", "LOCK TABLE idempotency_records IN EXCLUSIVE MODE"}
+	}
+	for _, s := range stmts {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	return func() {
+		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Errorf("rollback: %v", err)
+		}
+		conn.Close()
+		db.Close()
+	}
+}
+
+// rejectInserts installs (or removes) a trigger that makes the database
+// refuse every new payment row.
+func rejectInserts(t *testing.T, dsn string, on bool) {
+	t.Helper()
+	stmts := []string{"DROP TRIGGER IF EXISTS reject_payments"}
+	if on {
+		stmts = []string{"CREATE TRIGGER reject_payments BEFORE INSERT ON payments BEGIN SELECT RAISE(ABORT, 'payments are refused'); END"}
+	}
+	if strings.HasPrefix(dsn, "postgres") {
+		stmts = []string{"DROP TRIGGER IF EXISTS reject_payments ON payments"}
+		if on {
+			stmts = []string{
+				`CREATE OR REPLACE FUNCTION reject_payment() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'payments are refused'; END $$`,
+				"CREATE TRIGGER reject_payments BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION reject_payment()",
+			}
+		}
+	}
+	db, conn := rawConn(t, dsn)
+	defer db.Close()
+	defer conn.Close()
+	for _, s := range stmts {
+		if _, err := conn.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// rawConn opens one connection of the test's own to the database behind
+// dsn, outside the app's pool.
+func rawConn(t *testing.T, dsn string) (*sql.DB, *sql.Conn) {
+	t.Helper()
+	driver, source := "pgx", dsn
+	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+		driver, source = "sqlite", "file:"+path+"?_pragma=busy_timeout(5000)"
+	}
+	db, err := sql.Open(driver, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		db.Close()
+		t.Fatal(fmt.Errorf("connect: %w", err))
+	}
+	return db, conn
+}

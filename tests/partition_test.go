@@ -1,0 +1,194 @@
+package tests
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/retrysafe/retrysafe/cmd/demo/app"
+	"github.com/retrysafe/retrysafe/internal/testdb"
+)
+
+// holdingProxy forwards connections to target; while held it forwards
+// nothing in either direction and opens no new upstream connection, but
+// refuses and closes nothing either: a silent network partition, where
+// packets are dropped rather than refused. Released, it delivers what it
+// held and goes on.
+type holdingProxy struct {
+	target string
+	addr   string
+	mu     sync.Mutex
+	open   chan struct{} // closed while traffic flows
+}
+
+func startHoldingProxy(t *testing.T, target string) *holdingProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &holdingProxy{target: target, addr: ln.Addr().String(), open: make(chan struct{})}
+	close(p.open)
+	var conns sync.WaitGroup
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				defer client.Close()
+				<-p.gate()
+				server, err := net.Dial("tcp", p.target)
+				if err != nil {
+					return
+				}
+				defer server.Close()
+				done := make(chan struct{}, 2)
+				go func() { p.pump(server, client); done <- struct{}{} }()
+				go func() { p.pump(client, server); done <- struct{}{} }()
+				<-done
+			}()
+		}
+	}()
+	return p
+}
+
+// pump copies src to dst, holding each chunk while the proxy is held.
+func (p *holdingProxy) pump(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			<-p.gate()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				return
+			}
+			if tcp, ok := dst.(*net.TCPConn); ok {
+				_ = tcp.CloseWrite()
+			}
+			return
+		}
+	}
+}
+
+func (p *holdingProxy) gate() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.open
+}
+
+func (p *holdingProxy) hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.open = make(chan struct{})
+}
+
+func (p *holdingProxy) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.open:
+	default:
+		close(p.open)
+	}
+}
+
+// TestSilentPartitionIs503WithinTheDeadline puts a silent partition between
+// the API and PostgreSQL: requests of both patterns and the readiness check
+// answer 503 unavailable + Retry-After within the request deadline instead
+// of hanging, /healthz stays 200, and once the network heals the same IDs
+// and keys execute, once, without a restart.
+func TestSilentPartitionIs503WithinTheDeadline(t *testing.T) {
+	t.Parallel()
+	dsn := testdb.New(t, "postgres")
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := startHoldingProxy(t, u.Host)
+	u.Host = proxy.addr
+	const deadline = 2 * time.Second
+	e := newEnv(t, u.String(), func(c *app.Config) { c.RequestDeadline = deadline })
+	wantStatus(t, e.do("GET", "/readyz", "", nil), http.StatusOK)
+	kept := uuid.New()
+	wantStatus(t, e.do("PUT", orderPath(kept), tokenAcme, orderBody(1, "1.00")), http.StatusCreated)
+
+	proxy.hold()
+	lost := uuid.New()
+	requests := []struct {
+		method, path string
+		body         []byte
+		headers      []string
+	}{
+		{"PUT", orderPath(lost), orderBody(1, "1.00"), nil},
+		{"GET", orderPath(kept), nil, nil},
+		{"POST", "/v1/payments", paymentBody(4200, "pm_card_visa"), []string{"Idempotency-Key", "partition-payment"}},
+		{"POST", "/v1/transfers", transferBody("acc_a", "acc_b", 500, "EUR"), []string{"Idempotency-Key", "partition-transfer"}},
+	}
+	var wg sync.WaitGroup
+	results := make([]response, len(requests))
+	took := make([]time.Duration, len(requests))
+	for i, r := range requests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			results[i] = e.do(r.method, r.path, tokenAcme, r.body, r.headers...)
+			took[i] = time.Since(start)
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.Status != http.StatusServiceUnavailable || r.Code(t) != "unavailable" || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s %s during the partition: %d %v %s", requests[i].method, requests[i].path, r.Status, r.Header, r.Body)
+		}
+		// The deadline plus scheduling slack: what matters is that the
+		// answer does not wait for the partition to end.
+		if took[i] > deadline+3*time.Second {
+			t.Fatalf("%s %s took %v through a partition, deadline %v", requests[i].method, requests[i].path, took[i], deadline)
+		}
+	}
+	if r := e.do("GET", "/readyz", "", nil); r.Status != http.StatusServiceUnavailable || r.Code(t) != "unavailable" {
+		t.Fatalf("/readyz during the partition: %d %s", r.Status, r.Body)
+	}
+	wantStatus(t, e.do("GET", "/healthz", "", nil), http.StatusOK)
+
+	proxy.release()
+	// Connections abandoned at the deadline were closed; new ones work.
+	var ready response
+	for range 50 {
+		if ready = e.do("GET", "/readyz", "", nil); ready.Status == http.StatusOK {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	wantStatus(t, ready, http.StatusOK)
+	wantStatus(t, e.do("PUT", orderPath(lost), tokenAcme, orderBody(1, "1.00")), http.StatusCreated)
+	for _, r := range requests[2:] {
+		res := e.do(r.method, r.path, tokenAcme, r.body, r.headers...)
+		if res.Status != http.StatusCreated {
+			t.Fatalf("%s %s after the partition: %d %s", r.method, r.path, res.Status, res.Body)
+		}
+	}
+	if n := e.count("sandbox_charges", ""); n != 1 {
+		t.Fatalf("sandbox charges after the partition = %d, want 1", n)
+	}
+	if n := e.count("transfers", ""); n != 1 {
+		t.Fatalf("transfers after the partition = %d, want 1", n)
+	}
+}
