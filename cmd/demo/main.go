@@ -41,6 +41,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address HOST:PORT")
+	pool := fs.Int("pool", 0, "database pool size (default 20 on PostgreSQL, 4 on SQLite)")
 	dsn := fs.String("db", "", `database: "sqlite:PATH" or a postgres:// URL (default $DATABASE_URL, else sqlite:retrysafe-demo.db)`)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -61,7 +62,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	gin.SetMode(gin.ReleaseMode)
 
-	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger})
+	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, MaxOpenConns: *pool})
 	if err != nil {
 		return err
 	}

@@ -58,6 +58,8 @@ type Config struct {
 	// ProviderTimeout bounds one call of payments to the sandbox provider.
 	// Defaults to [payments.DefaultProviderTimeout] (2s).
 	ProviderTimeout time.Duration
+	// MaxOpenConns caps the database pool. Defaults to [store.Config]'s.
+	MaxOpenConns int
 }
 
 // App is the demo service.
@@ -87,7 +89,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := store.Open(ctx, cfg.DSN, store.Config{LockTimeout: cfg.LockTimeout, Logger: cfg.Logger})
+	db, err := store.Open(ctx, cfg.DSN, store.Config{LockTimeout: cfg.LockTimeout, MaxOpenConns: cfg.MaxOpenConns, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
