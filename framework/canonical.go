@@ -19,8 +19,19 @@ const DefaultMaxDepth = 32
 // checkJSON rejects what encoding/json would silently accept or choke on:
 // invalid UTF-8, duplicate object keys (compared after unescaping), nesting
 // deeper than maxDepth, and anything but exactly one JSON value. It returns
-// a malformed_json *Error.
+// a malformed_json *Error. A valid document takes scanJSON's single pass;
+// the rest takes checkJSONTokens, which names the fault. A check added here
+// must be added to both (TestCheckJSONFastPathAgrees compares them).
 func checkJSON(body []byte, maxDepth int) error {
+	if err := scanJSON(body, maxDepth); err != errNotScanned {
+		return err
+	}
+	return checkJSONTokens(body, maxDepth)
+}
+
+// checkJSONTokens is checkJSON by a walk through json.Decoder's tokens: the
+// reference for scanJSON, and the path that explains invalid documents.
+func checkJSONTokens(body []byte, maxDepth int) error {
 	if !utf8.Valid(body) {
 		return Errorf(CodeMalformedJSON, "body is not valid UTF-8")
 	}
@@ -95,6 +106,16 @@ func checkJSON(body []byte, maxDepth int) error {
 // and 4.2e3 all become 42e2). Two documents that mean the same give the same
 // bytes. The input must already be valid JSON.
 func CanonicalJSON(raw []byte) ([]byte, error) {
+	if json.Valid(raw) {
+		return appendCanonical(nil, raw)
+	}
+	return canonicalJSONDecoded(raw)
+}
+
+// canonicalJSONDecoded is CanonicalJSON by a decode into map[string]any:
+// the reference for appendCanonical, and the path for input that is not
+// one valid JSON document (its first value counts).
+func canonicalJSONDecoded(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
