@@ -78,7 +78,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "interleaved rounds; figures are medians over them")
 	fs.StringVar(&o.scenarios, "scenarios", "", "comma-separated scenarios to run (default all)")
 	fs.IntVar(&o.prefill, "prefill", 200, "resources created before the rounds for each replay or read scenario")
-	fs.IntVar(&o.pool, "pool", 32, "database pool size of the server")
+	fs.IntVar(&o.pool, "pool", 0, "database pool size of the server (default 32 on PostgreSQL, as the baselines; the store's default on SQLite)")
 	fs.BoolVar(&o.serverProc, "server-proc", false, "run the server as a child process (server CPU alone)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the server to this file")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
@@ -117,6 +117,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	if o.pool == 0 && db.Dialect == "postgres" {
+		o.pool = 32
+	}
 
 	if o.cpuProfile != "" && !o.serverProc {
 		f, err := os.Create(o.cpuProfile)
@@ -140,11 +143,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer srv.Close()
 
+	st, err := (&bench{srv: srv, load: newLoader(srv.URL(), 1)}).stats(ctx)
+	if err != nil {
+		return err
+	}
 	b := &bench{o: o, db: db, srv: srv, load: newLoader(srv.URL(), o.clients), stdout: stdout, stderr: stderr,
 		nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	rep := &Report{Started: time.Now().UTC(), Machine: machine(ctx, db), Config: reportConfig{
 		Dialect: db.Dialect, Clients: o.clients, Duration: o.duration.String(), Rounds: o.rounds,
-		Pool: o.pool, ServerProc: o.serverProc, CPUScope: srv.CPUScope(), Prefill: o.prefill,
+		Pool: st.Pool, ServerProc: o.serverProc, CPUScope: srv.CPUScope(), Prefill: o.prefill,
 	}}
 	switch {
 	case o.soak > 0:

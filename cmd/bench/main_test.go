@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,19 @@ import (
 
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
+
+// TestMain lets -server-proc start this test binary as the server: the
+// child is run as "<test binary> serve …", as the bench binary would be.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		if err := runServe(os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "bench serve:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 // dbFlag is the -db of a tiny bench run on dialect: a fresh SQLite file,
 // or the PostgreSQL server of TEST_DATABASE_URL (the bench creates and
@@ -84,6 +98,23 @@ func TestBenchRunsEveryScenario(t *testing.T) {
 				t.Fatalf("chart: %v, %d bytes", err, len(svg))
 			}
 		})
+	}
+}
+
+func TestBenchServerProcess(t *testing.T) {
+	t.Parallel()
+	profile := filepath.Join(t.TempDir(), "cpu.prof")
+	rep, _ := runBench(t, "-db", dbFlag(t, "sqlite"), "-server-proc", "-cpuprofile", profile, "-scenarios", "naive,put-create,post-local-replay")
+	if rep.Config.CPUScope != "server process" || len(rep.Results) != 3 {
+		t.Fatalf("report: %+v", rep.Config)
+	}
+	for _, r := range rep.Results {
+		if r.ReqPerSec <= 0 || r.Non2xx != 0 || r.CPUPerRequestUs <= 0 {
+			t.Fatalf("%s: %+v", r.Scenario, r)
+		}
+	}
+	if st, err := os.Stat(profile); err != nil || st.Size() == 0 {
+		t.Fatalf("the server wrote no CPU profile: %v", err)
 	}
 }
 

@@ -71,13 +71,14 @@ type serverStats struct {
 	CPUNanos   int64 `json:"cpu_ns"`
 	RSSBytes   int64 `json:"rss_bytes"`
 	Goroutines int   `json:"goroutines"`
+	Pool       int   `json:"pool"`
 }
 
 func (s *benchServer) serveBench(w http.ResponseWriter, r *http.Request) {
 	var out any
 	switch r.URL.Path {
 	case "/_bench/stats":
-		st := serverStats{Goroutines: runtime.NumGoroutine(), RSSBytes: selfRSS()}
+		st := serverStats{Goroutines: runtime.NumGoroutine(), RSSBytes: selfRSS(), Pool: s.pool}
 		var ru syscall.Rusage
 		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 			st.CPUNanos = ru.Utime.Nano() + ru.Stime.Nano()
