@@ -143,12 +143,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer srv.Close()
 
-	st, err := (&bench{srv: srv, load: newLoader(srv.URL(), 1)}).stats(ctx)
+	b := &bench{o: o, db: db, srv: srv, load: newLoader(srv.URL(), o.clients), stdout: stdout, stderr: stderr,
+		nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	st, err := b.stats(ctx)
 	if err != nil {
 		return err
 	}
-	b := &bench{o: o, db: db, srv: srv, load: newLoader(srv.URL(), o.clients), stdout: stdout, stderr: stderr,
-		nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	rep := &Report{Started: time.Now().UTC(), Machine: machine(ctx, db), Config: reportConfig{
 		Dialect: db.Dialect, Clients: o.clients, Duration: o.duration.String(), Rounds: o.rounds,
 		Pool: st.Pool, ServerProc: o.serverProc, CPUScope: srv.CPUScope(), Prefill: o.prefill,
