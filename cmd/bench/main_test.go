@@ -40,7 +40,7 @@ func runBench(t *testing.T, args ...string) (Report, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "bench.json")
 	var stdout, stderr bytes.Buffer
-	args = append([]string{"-c", "4", "-d", "200ms", "-rounds", "1", "-prefill", "5", "-progress=false", "-json", out}, args...)
+	args = append([]string{"-c", "2", "-d", "200ms", "-rounds", "1", "-prefill", "5", "-progress=false", "-json", out}, args...)
 	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("bench %v: %v\n%s", args, err, stderr.String())
 	}
