@@ -26,7 +26,8 @@ func scanJSON(body []byte, maxDepth int) error {
 	if !utf8.Valid(body) || !json.Valid(body) {
 		return errNotScanned
 	}
-	s := scanner{body: body, maxDepth: maxDepth}
+	var keys [16][]byte
+	s := scanner{body: body, maxDepth: maxDepth, keys: keys[:0]}
 	return s.value(0)
 }
 
@@ -94,7 +95,13 @@ func stringEnd(b []byte, i int) (end int, escaped bool) {
 
 func (s *scanner) object(depth int) error {
 	base := len(s.keys)
-	defer func() { s.keys = s.keys[:base] }()
+	err := s.members(base, depth)
+	s.keys = s.keys[:base]
+	return err
+}
+
+// members scans an object's members; its keys go to s.keys after base.
+func (s *scanner) members(base, depth int) error {
 	s.skipSpace()
 	if s.body[s.i] == '}' {
 		s.i++
@@ -111,8 +118,10 @@ func (s *scanner) object(depth int) error {
 			_ = json.Unmarshal(s.body[start:s.i], &k)
 			key = []byte(k)
 		}
-		if slices.ContainsFunc(s.keys[base:], func(k []byte) bool { return bytes.Equal(k, key) }) {
-			return Errorf(CodeMalformedJSON, "duplicate object key %q", key)
+		for _, k := range s.keys[base:] {
+			if bytes.Equal(k, key) {
+				return Errorf(CodeMalformedJSON, "duplicate object key %q", key)
+			}
 		}
 		s.keys = append(s.keys, key)
 		s.skipSpace()
