@@ -95,6 +95,14 @@ func (b *Binder) ReadBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
 	}
+	if r.ContentLength > 0 {
+		// The server delivers exactly ContentLength bytes: one allocation.
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, &Error{Code: CodeMalformedJSON, Detail: "body could not be read", Err: err}
+		}
+		return body, nil
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, b.maxBodyBytes+1))
 	if err != nil {
 		return nil, &Error{Code: CodeMalformedJSON, Detail: "body could not be read", Err: err}

@@ -29,8 +29,20 @@ const MaxNumberLength = 64
 // but exactly one JSON value are malformed_json; a string holding NUL
 // (which PostgreSQL text cannot store) and a number longer than
 // [MaxNumberLength] are validation_failed on their field. It returns an
-// *Error.
+// *Error. A valid document takes scanJSON's single pass; the rest, and any
+// document that may hold a NUL or an overlong number, takes
+// checkJSONTokens, which names the fault and its field. A check added here
+// must be added to both (TestCheckJSONFastPathAgrees compares them).
 func checkJSON(body []byte, maxDepth int) error {
+	if err := scanJSON(body, maxDepth); err != errNotScanned {
+		return err
+	}
+	return checkJSONTokens(body, maxDepth)
+}
+
+// checkJSONTokens is checkJSON by a walk through json.Decoder's tokens: the
+// reference for scanJSON, and the path that explains invalid documents.
+func checkJSONTokens(body []byte, maxDepth int) error {
 	if !utf8.Valid(body) {
 		return Errorf(CodeMalformedJSON, "body is not valid UTF-8")
 	}
@@ -151,6 +163,16 @@ func fieldError(field, reason string) *Error {
 // and 4.2e3 all become 42e2). Two documents that mean the same give the same
 // bytes. The input must already be valid JSON.
 func CanonicalJSON(raw []byte) ([]byte, error) {
+	if json.Valid(raw) {
+		return appendCanonical(nil, raw)
+	}
+	return canonicalJSONDecoded(raw)
+}
+
+// canonicalJSONDecoded is CanonicalJSON by a decode into map[string]any:
+// the reference for appendCanonical, and the path for input that is not
+// one valid JSON document (its first value counts).
+func canonicalJSONDecoded(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

@@ -33,6 +33,8 @@
 //     integer (4200, 4200.0, 4.2e3) to one value, and so one fingerprint.
 //   - [ComputeFingerprint]: SHA-256 of the canonical validated command with
 //     tenant, operation, path parameters and semantic headers; versioned.
+//     [ComputeFingerprintJSON] also returns the marshalled command, for a
+//     caller that stores it.
 //   - [Error], [Errorf], [Engine.WriteProblem]: problem codes, RFC 9457
 //     bodies, and the one mapping from error to HTTP status. The generic
 //     codes come from package wire, the contract shared with the client; a

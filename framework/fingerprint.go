@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // FingerprintVersion is the version of the fingerprint algorithm. It is part
@@ -65,32 +67,71 @@ func SemanticHeaders(h http.Header, names []string) map[string]string {
 
 // ComputeFingerprint canonicalizes in and hashes it with SHA-256.
 func ComputeFingerprint(in FingerprintInput) (Fingerprint, error) {
+	fp, _, err := ComputeFingerprintJSON(in)
+	return fp, err
+}
+
+// ComputeFingerprintJSON is [ComputeFingerprint] that also returns the
+// command as json.Marshal wrote it (volatile fields included), so that a
+// caller that stores the command marshals it once.
+//
+// The hashed envelope is {"v":…,"tenant":…,"op":…,"path":{…},"headers":{…},
+// "command":<canonical command>}, exactly as json.Marshal writes that
+// struct (path and headers omitted when empty, map keys sorted); it is
+// written straight into one pooled buffer, with no second encoding.
+func ComputeFingerprintJSON(in FingerprintInput) (Fingerprint, []byte, error) {
 	raw, err := json.Marshal(in.Command)
 	if err != nil {
-		return Fingerprint{}, err
+		return Fingerprint{}, nil, err
 	}
+	command := raw
 	if len(in.Volatile) > 0 {
-		if raw, err = dropPaths(raw, in.Volatile); err != nil {
-			return Fingerprint{}, err
+		if command, err = dropPaths(raw, in.Volatile); err != nil {
+			return Fingerprint{}, nil, err
 		}
 	}
-	command, err := CanonicalJSON(raw)
-	if err != nil {
-		return Fingerprint{}, err
+	bp := envelopePool.Get().(*[]byte)
+	defer envelopePool.Put(bp)
+	buf := append((*bp)[:0], `{"v":`...)
+	buf = strconv.AppendInt(buf, FingerprintVersion, 10)
+	buf = append(buf, `,"tenant":`...)
+	buf = appendJSONString(buf, in.Tenant)
+	buf = append(buf, `,"op":`...)
+	buf = appendJSONString(buf, in.Operation)
+	if len(in.PathParams) > 0 {
+		buf = appendJSONStringMap(append(buf, `,"path":`...), in.PathParams)
 	}
-	envelope, err := json.Marshal(struct {
-		Version   int               `json:"v"`
-		Tenant    string            `json:"tenant"`
-		Operation string            `json:"op"`
-		Path      map[string]string `json:"path,omitempty"`
-		Headers   map[string]string `json:"headers,omitempty"`
-		Command   json.RawMessage   `json:"command"`
-	}{FingerprintVersion, in.Tenant, in.Operation, in.PathParams, in.Headers, command})
-	if err != nil {
-		return Fingerprint{}, err
+	if len(in.Headers) > 0 {
+		buf = appendJSONStringMap(append(buf, `,"headers":`...), in.Headers)
 	}
-	// encoding/json sorts map keys, so the envelope is canonical too.
-	return Fingerprint{Version: FingerprintVersion, Sum: sha256.Sum256(envelope)}, nil
+	buf = append(buf, `,"command":`...)
+	if buf, err = appendCanonical(buf, command); err != nil {
+		return Fingerprint{}, nil, err
+	}
+	buf = append(buf, '}')
+	*bp = buf
+	return Fingerprint{Version: FingerprintVersion, Sum: sha256.Sum256(buf)}, raw, nil
+}
+
+// envelopePool recycles the buffers fingerprints are written into.
+var envelopePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// appendJSONStringMap appends m as json.Marshal writes a map[string]string.
+func appendJSONStringMap(dst []byte, m map[string]string) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(appendJSONString(dst, k), ':')
+		dst = appendJSONString(dst, m[k])
+	}
+	return append(dst, '}')
 }
 
 // dropPaths removes the dotted object paths from a JSON document.

@@ -55,6 +55,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address HOST:PORT")
+	pool := fs.Int("pool", 0, "database pool size (default 20 on PostgreSQL, 4 on SQLite)")
 	dsn := fs.String("db", "", `database: "sqlite:PATH" or a postgres:// URL (default $DATABASE_URL, else sqlite:retrysafe-demo.db)`)
 	natsURL := fs.String("nats", "", "NATS JetStream URL for the outbox relay and the ledger consumer (default $NATS_URL, else in process)")
 	deadline := fs.Duration("request-deadline", framework.DefaultRequestDeadline, "deadline of every request; past it, 503 unavailable")
@@ -97,7 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, TracerProvider: tp,
 		Events: app.EventsConfig{NATSURL: *natsURL}, PostKeys: postKeys, RequestDeadline: *deadline,
-		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement}})
+		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement, MaxOpenConns: *pool}})
 	if err != nil {
 		return err
 	}

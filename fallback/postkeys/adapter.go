@@ -145,6 +145,9 @@ func (a *Adapter) rejection(err error) storedResponse {
 
 // logTransition writes the one structured event of a state transition.
 func (a *Adapter) logTransition(ctx context.Context, at *attempt, event string, state State, status int, replayed bool, extra ...slog.Attr) {
+	if !a.logger.Enabled(ctx, slog.LevelInfo) {
+		return // no key hash and no attributes for a logger that drops them
+	}
 	fp := at.fingerprint
 	if _, sum, ok := strings.Cut(fp, ":"); ok && len(sum) >= 12 {
 		fp = sum[:12]

@@ -75,8 +75,9 @@ type Config struct {
 	// database that does not answer gives 503 unavailable by then. Defaults
 	// to [framework.DefaultRequestDeadline] (10s).
 	RequestDeadline time.Duration
-	// Store configures the database pool (timeouts, pool size); its
-	// LockTimeout and Logger are taken from the fields above.
+	// Store configures the database pool (timeouts, pool size: MaxOpenConns
+	// defaults to [store.Config]'s); its LockTimeout and Logger are taken
+	// from the fields above.
 	Store store.Config
 }
 

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for the admin connection
+)
+
+// database is where one bench run keeps its data: a fresh PostgreSQL
+// database created on the server of -db and dropped at the end (so that
+// pg_stat_database counts this run's commits and nothing else), or a fresh
+// SQLite file.
+type database struct {
+	DSN     string
+	Dialect string
+	name    string  // the PostgreSQL database's name
+	admin   *sql.DB // on the -db database, never on the measured one
+	dir     string  // the SQLite file's temporary folder
+}
+
+func openDatabase(ctx context.Context, dsn string) (*database, error) {
+	if dsn == "" || strings.HasPrefix(dsn, "sqlite:") {
+		path := strings.TrimPrefix(dsn, "sqlite:")
+		d := &database{Dialect: "sqlite"}
+		if path == "" {
+			dir, err := os.MkdirTemp("", "retrysafe-bench-")
+			if err != nil {
+				return nil, err
+			}
+			d.dir, path = dir, filepath.Join(dir, "bench.db")
+		}
+		d.DSN = "sqlite:" + path
+		return d, nil
+	}
+	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+		return nil, fmt.Errorf("bench: -db must be sqlite:PATH or a postgres:// URL, not %q", dsn)
+	}
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, err
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "retrysafe_bench_" + hex.EncodeToString(b[:])
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE template0"); err != nil {
+		_ = admin.Close()
+		return nil, fmt.Errorf("bench: create database %s: %w", name, err)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		_ = admin.Close()
+		return nil, err
+	}
+	u.Path = "/" + name
+	return &database{DSN: u.String(), Dialect: "postgres", name: name, admin: admin}, nil
+}
+
+func (d *database) Close() error {
+	if d.dir != "" {
+		return os.RemoveAll(d.dir)
+	}
+	if d.admin == nil {
+		return nil
+	}
+	defer d.admin.Close()
+	_, err := d.admin.Exec("DROP DATABASE IF EXISTS " + d.name + " WITH (FORCE)")
+	return err
+}
+
+// commits returns the transactions committed in the measured database so
+// far, less one per session (each backend commits one of its own while it
+// starts). The caller idles the server's pool first: backends publish
+// their counters as they exit, so this waits for them to exit and for the
+// counters to settle. -1 on SQLite.
+func (d *database) commits(ctx context.Context) (int64, error) {
+	if d.admin == nil {
+		return -1, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+		var backends int
+		if err := d.admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = $1 AND backend_type = 'client backend'`, d.name).Scan(&backends); err != nil {
+			return 0, err
+		}
+		if backends == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	last, stable := int64(-1), 0
+	for stable < 4 {
+		var n int64
+		if err := d.admin.QueryRowContext(ctx, "SELECT xact_commit - sessions FROM pg_stat_database WHERE datname = $1", d.name).Scan(&n); err != nil {
+			return 0, err
+		}
+		if n == last {
+			stable++
+		} else {
+			last, stable = n, 0
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return last, nil
+}

@@ -1,0 +1,408 @@
+// Command bench measures retrysafe's demo API against a naive gin + gorm
+// handler that does the same work with no idempotency, side by side in one
+// invocation, over real HTTP on loopback.
+//
+//	go run ./cmd/bench                                  # SQLite, every scenario
+//	go run ./cmd/bench -db 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
+//	    -c 32 -d 3s -rounds 3 -server-proc -json bench.json -chart docs/bench.svg
+//	go run ./cmd/bench -db postgres://… -scale          # 0, 100k and 1M rows
+//	go run ./cmd/bench -db postgres://… -soak 5m        # mixed load, RSS and goroutines
+//
+// On PostgreSQL the bench creates a database of its own next to the one
+// -db names and drops it at the end, so that pg_stat_database's commit
+// counter is this run's alone. Rounds interleave the scenarios and every
+// figure is the median over the rounds, so ratios hold on a noisy machine.
+// -server-proc runs the server in a child process (this binary's "serve"
+// mode) so that its CPU per request is the server's alone; otherwise the
+// CPU figure covers server and load generator together. -cpuprofile writes
+// a pprof CPU profile of the server (of the whole process without
+// -server-proc).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	db         string
+	clients    int
+	duration   time.Duration
+	rounds     int
+	scenarios  string
+	prefill    int
+	pool       int
+	serverProc bool
+	cpuProfile string
+	jsonPath   string
+	chartPath  string
+	progress   bool
+	scale      bool
+	scaleSizes []int
+	janitor    int
+	soak       time.Duration
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.db, "db", "", `database: "sqlite:PATH" or a postgres:// URL (default: a temporary SQLite file)`)
+	fs.IntVar(&o.clients, "c", 32, "concurrent clients")
+	fs.DurationVar(&o.duration, "d", 3*time.Second, "duration of one scenario in one round")
+	fs.IntVar(&o.rounds, "rounds", 3, "interleaved rounds; figures are medians over them")
+	fs.StringVar(&o.scenarios, "scenarios", "", "comma-separated scenarios to run (default all)")
+	fs.IntVar(&o.prefill, "prefill", 200, "resources created before the rounds for each replay or read scenario")
+	fs.IntVar(&o.pool, "pool", 0, "database pool size of the server (default 32 on PostgreSQL, as the baselines; the store's default on SQLite)")
+	fs.BoolVar(&o.serverProc, "server-proc", false, "run the server as a child process (server CPU alone)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the server to this file")
+	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
+	fs.StringVar(&o.chartPath, "chart", "", "draw throughput and latency to this SVG (or .png) file")
+	fs.BoolVar(&o.progress, "progress", true, "show a progress bar on stderr")
+	fs.BoolVar(&o.scale, "scale", false, "scale mode: create throughput and replay p99 at table sizes -scale-sizes, and p99 under the janitor")
+	sizes := fs.String("scale-sizes", "0,100000,1000000", "scale mode: rows bulk-loaded into the orders and idempotency-record tables")
+	fs.IntVar(&o.janitor, "janitor-rows", 1000000, "scale mode: expired records the janitor deletes under load")
+	fs.DurationVar(&o.soak, "soak", 0, "soak mode: mixed load for this long, sampling the server's RSS and goroutines")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.clients < 1 || o.duration <= 0 || o.rounds < 1 || o.prefill < 1 || o.pool < 0 {
+		return o, errors.New("-c, -d, -rounds and -prefill must be positive")
+	}
+	for s := range strings.SplitSeq(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 {
+			return o, fmt.Errorf("-scale-sizes: %q is not a row count", s)
+		}
+		o.scaleSizes = append(o.scaleSizes, n)
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "serve" {
+		return runServe(args[1:], stdout, stderr)
+	}
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	db, err := openDatabase(ctx, o.db)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if o.pool == 0 && db.Dialect == "postgres" {
+		o.pool = 32
+	}
+
+	if o.cpuProfile != "" && !o.serverProc {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var srv target
+	if o.serverProc {
+		srv, err = startChild(ctx, db.DSN, o.pool, o.cpuProfile, stderr)
+	} else {
+		srv, err = startInProcess(ctx, db.DSN, o.pool)
+	}
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	b := &bench{o: o, db: db, srv: srv, load: newLoader(srv.URL(), o.clients), stdout: stdout, stderr: stderr,
+		nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	st, err := b.stats(ctx)
+	if err != nil {
+		return err
+	}
+	rep := &Report{Started: time.Now().UTC(), Machine: machine(ctx, db), Config: reportConfig{
+		Dialect: db.Dialect, Clients: o.clients, Duration: o.duration.String(), Rounds: o.rounds,
+		Pool: st.Pool, ServerProc: o.serverProc, CPUScope: srv.CPUScope(), Prefill: o.prefill,
+	}}
+	switch {
+	case o.soak > 0:
+		if rep.Soak, err = b.runSoak(ctx); err != nil {
+			return err
+		}
+		printSoak(stdout, rep.Soak)
+	case o.scale:
+		if rep.Scale, err = b.runScale(ctx); err != nil {
+			return err
+		}
+		printScale(stdout, rep.Scale)
+	default:
+		if rep.Results, err = b.runScenarios(ctx); err != nil {
+			return err
+		}
+		printTable(stdout, rep)
+		if o.chartPath != "" {
+			if err := drawChart(o.chartPath, rep); err != nil {
+				return err
+			}
+		}
+	}
+	if o.jsonPath != "" {
+		out, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.jsonPath, append(out, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bench is one run of the bench against one server.
+type bench struct {
+	o      options
+	db     *database
+	srv    target
+	load   *loader
+	stdout io.Writer
+	stderr io.Writer
+	// nonce is part of every key and ID, so that two bench runs on one
+	// database never share one.
+	nonce string
+	runs  int
+}
+
+func (b *bench) newBar(total int, what string) *progressbar.ProgressBar {
+	if !b.o.progress {
+		return progressbar.DefaultSilent(int64(total))
+	}
+	return progressbar.NewOptions(total, progressbar.OptionSetWriter(b.stderr), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond))
+}
+
+func (b *bench) runScenarios(ctx context.Context) ([]Result, error) {
+	scs, err := selectScenarios(b.o.scenarios)
+	if err != nil {
+		return nil, err
+	}
+	bar := b.newBar(len(scs)*(b.o.rounds+1), "preparing")
+	for _, sc := range scs {
+		if sc.prepare != nil {
+			if err := sc.prepare(ctx, b.load, b.o.prefill); err != nil {
+				return nil, err
+			}
+		}
+		_ = bar.Add(1)
+	}
+	samples := make([][]*sample, len(scs))
+	for round := range b.o.rounds {
+		for i, sc := range scs {
+			bar.Describe(fmt.Sprintf("round %d/%d %-18s", round+1, b.o.rounds, sc.name))
+			s, err := b.measure(ctx, sc, b.o.duration)
+			if err != nil {
+				return nil, err
+			}
+			samples[i] = append(samples[i], s)
+			_ = bar.Add(1)
+		}
+	}
+	_ = bar.Finish()
+	return summarize(scs, samples), nil
+}
+
+// measure runs sc once for d and attaches the server's CPU and, on
+// PostgreSQL, the commits it cost.
+func (b *bench) measure(ctx context.Context, sc *scenario, d time.Duration) (*sample, error) {
+	c0, err := b.commits(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st0, err := b.stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.runs++
+	s, err := b.load.run(ctx, sc, b.nonce+"r"+strconv.Itoa(b.runs), d)
+	if err != nil {
+		return nil, err
+	}
+	st1, err := b.stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.CPU = float64(st1.CPUNanos-st0.CPUNanos) / 1e9
+	c1, err := b.commits(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c0 >= 0 {
+		s.Commits = c1 - c0
+	}
+	return s, nil
+}
+
+func (b *bench) commits(ctx context.Context) (int64, error) {
+	if b.db.Dialect != "postgres" {
+		return -1, nil
+	}
+	if err := b.post(ctx, "/_bench/idle", nil); err != nil {
+		return 0, err
+	}
+	return b.db.commits(ctx)
+}
+
+func (b *bench) stats(ctx context.Context) (serverStats, error) {
+	var st serverStats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL()+"/_bench/stats", nil)
+	if err != nil {
+		return st, err
+	}
+	res, err := b.load.http.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer res.Body.Close()
+	return st, json.NewDecoder(res.Body).Decode(&st)
+}
+
+func (b *bench) post(ctx context.Context, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.srv.URL()+path, nil)
+	if err != nil {
+		return err
+	}
+	res, err := b.load.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(res.Body)
+		return fmt.Errorf("bench: %s: %d %s", path, res.StatusCode, msg)
+	}
+	if out == nil {
+		_, err = io.Copy(io.Discard, res.Body)
+		return err
+	}
+	return json.NewDecoder(res.Body).Decode(out)
+}
+
+// summarize reduces each scenario's rounds to medians.
+func summarize(scs []*scenario, samples [][]*sample) []Result {
+	naive := -1
+	for i, sc := range scs {
+		if sc.name == "naive" {
+			naive = i
+		}
+	}
+	out := make([]Result, len(scs))
+	for i, sc := range scs {
+		r := Result{Scenario: sc.name, About: sc.about, CommitsPerRequest: -1, CPUPerRequestUs: -1}
+		var rps, p50, p99, commits, cpu, ratio []float64
+		for round, s := range samples[i] {
+			rps = append(rps, s.reqPerSec())
+			p50 = append(p50, percentile(s.Latencies, 0.50))
+			p99 = append(p99, percentile(s.Latencies, 0.99))
+			if s.Commits >= 0 && s.Requests > 0 {
+				commits = append(commits, float64(s.Commits)/float64(s.Requests))
+			}
+			if s.CPU >= 0 && s.Requests > 0 {
+				cpu = append(cpu, s.CPU*1e6/float64(s.Requests))
+			}
+			if naive >= 0 {
+				ratio = append(ratio, s.reqPerSec()/samples[naive][round].reqPerSec())
+			}
+			r.Requests += s.Requests
+			r.Non2xx += s.Non2xx
+			r.Rounds = append(r.Rounds, Round{ReqPerSec: s.reqPerSec(), P50Ms: percentile(s.Latencies, 0.5),
+				P99Ms: percentile(s.Latencies, 0.99), Requests: s.Requests, Non2xx: s.Non2xx, Statuses: s.Statuses,
+				Commits: s.Commits, CPUSeconds: s.CPU})
+			if s.Hot != nil {
+				if r.HotKey == nil {
+					r.HotKey = &hotCounts{}
+				}
+				r.HotKey.Keys += s.Hot.Keys
+				r.HotKey.Effects += s.Hot.Effects
+				r.HotKey.Replays += s.Hot.Replays
+				r.HotKey.InProgress += s.Hot.InProgress
+				r.HotKey.Bad += s.Hot.Bad
+			}
+		}
+		r.ReqPerSec, r.P50Ms, r.P99Ms = median(rps), median(p50), median(p99)
+		if len(commits) > 0 {
+			r.CommitsPerRequest = median(commits)
+		}
+		if len(cpu) > 0 {
+			r.CPUPerRequestUs = median(cpu)
+		}
+		if len(ratio) > 0 {
+			r.RatioToNaive = median(ratio)
+		}
+		r.AllowNon2xx = sc.allowNon2xx
+		out[i] = r
+	}
+	return out
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// machine describes where the bench ran.
+func machine(ctx context.Context, db *database) Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, Go: runtime.Version(), Database: db.Dialect}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPUModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if db.admin != nil {
+		var v string
+		if err := db.admin.QueryRowContext(ctx, "SHOW server_version").Scan(&v); err == nil {
+			m.Database = "PostgreSQL " + v
+		}
+	} else {
+		m.Database = "SQLite (modernc.org/sqlite, WAL)"
+	}
+	return m
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// scenario is one kind of traffic.
+type scenario struct {
+	name  string
+	about string
+	// allowNon2xx marks scenarios where a non-2xx answer is part of the
+	// contract under contention (409 request_in_progress on a hot row).
+	allowNon2xx bool
+	// hot scenarios send one key or ID from every client at once.
+	hot bool
+	// prepare creates what the scenario replays or reads, through the
+	// HTTP API, before the timed rounds.
+	prepare func(ctx context.Context, l *loader, n int) error
+	next    func(cl *client) request
+}
+
+// The request bodies of the bench.
+var (
+	orderBody = []byte(`{"customer":"cus_1","currency":"EUR","items":[` +
+		`{"sku":"sku_1","quantity":2,"unit_price":"10.00"},{"sku":"sku_2","quantity":1,"unit_price":"5.50"}],"note":"bench"}`)
+	paymentBody = []byte(`{"amount":4200,"currency":"usd","customer":"cus_1","description":"bench","payment_method":"pm_card_visa"}`)
+)
+
+func transferBody(from, to string, amount int) []byte {
+	return []byte(`{"from_account":"` + from + `","to_account":"` + to + `","amount":` + strconv.Itoa(amount) + `,"currency":"EUR"}`)
+}
+
+func putOrder(id uuid.UUID) request {
+	return request{method: http.MethodPut, path: "/v1/orders/" + id.String(), body: orderBody}
+}
+
+// key is unique per scenario run, client and request.
+func (cl *client) key(prefix string) string {
+	return prefix + "-" + cl.run + "-" + strconv.Itoa(cl.id) + "-" + strconv.Itoa(cl.n)
+}
+
+// hotSlice is how long the hot-key scenario stays on one key before all
+// clients move to the next.
+const hotSlice = 100 * time.Millisecond
+
+// scenarios returns every scenario in the order the rounds run them.
+func scenarios() []*scenario {
+	var (
+		naiveIDs     []string
+		orderIDs     []uuid.UUID
+		legacyKeys   []string
+		transferReqs []request
+		paymentKeys  []string
+	)
+	pick := func(cl *client, n int) int { return (cl.id*7919 + cl.n) % n }
+	// put-replay and get share their orders.
+	prepareOrders := func(ctx context.Context, l *loader, n int) error {
+		for len(orderIDs) < n {
+			id := uuid.New()
+			if err := l.must(ctx, putOrder(id), http.StatusCreated); err != nil {
+				return err
+			}
+			orderIDs = append(orderIDs, id)
+		}
+		return nil
+	}
+	return []*scenario{
+		{
+			name: "naive", about: "gin + gorm db.Create of the order and its items in gorm's default transaction, no idempotency",
+			next: func(*client) request { return request{method: http.MethodPost, path: "/naive/orders", body: orderBody} },
+		},
+		{
+			name: "naive-get", about: "gin + gorm read of an order and its items",
+			prepare: func(ctx context.Context, l *loader, n int) error {
+				for range n {
+					id, err := l.createNaive(ctx)
+					if err != nil {
+						return err
+					}
+					naiveIDs = append(naiveIDs, id)
+				}
+				return nil
+			},
+			next: func(cl *client) request {
+				return request{method: http.MethodGet, path: "/naive/orders/" + naiveIDs[pick(cl, len(naiveIDs))]}
+			},
+		},
+		{
+			name: "put-create", about: "PUT /v1/orders/{new uuid}",
+			next: func(*client) request { return putOrder(uuid.New()) },
+		},
+		{
+			name: "put-replay", about: "the same PUT again (within the replay window)",
+			prepare: prepareOrders,
+			next:    func(cl *client) request { return putOrder(orderIDs[pick(cl, len(orderIDs))]) },
+		},
+		{
+			name: "get", about: "GET /v1/orders/{id}",
+			prepare: prepareOrders,
+			next: func(cl *client) request {
+				return request{method: http.MethodGet, path: "/v1/orders/" + orderIDs[pick(cl, len(orderIDs))].String()}
+			},
+		},
+		{
+			name: "legacy-post-create", about: "POST /v1/orders with a new Idempotency-Key",
+			next: func(cl *client) request {
+				return request{method: http.MethodPost, path: "/v1/orders", body: orderBody, key: cl.key("lo")}
+			},
+		},
+		{
+			name: "legacy-post-replay", about: "the same legacy POST again",
+			prepare: func(ctx context.Context, l *loader, n int) error {
+				for i := range n {
+					k := "legacy-replay-" + strconv.Itoa(i) + "-" + uuid.NewString()
+					if err := l.must(ctx, request{method: http.MethodPost, path: "/v1/orders", body: orderBody, key: k}, http.StatusCreated); err != nil {
+						return err
+					}
+					legacyKeys = append(legacyKeys, k)
+				}
+				return nil
+			},
+			next: func(cl *client) request {
+				return request{method: http.MethodPost, path: "/v1/orders", body: orderBody, key: legacyKeys[pick(cl, len(legacyKeys))]}
+			},
+		},
+		{
+			name: "post-local-create", about: "POST /v1/transfers (local mode) between two of 1000 accounts, new key",
+			next: func(cl *client) request {
+				from := cl.rng.IntN(1000)
+				to := (from + 1 + cl.rng.IntN(999)) % 1000
+				return request{method: http.MethodPost, path: "/v1/transfers", key: cl.key("tr"),
+					body: transferBody("acc_"+strconv.Itoa(from), "acc_"+strconv.Itoa(to), 1+cl.rng.IntN(100))}
+			},
+		},
+		{
+			name: "post-local-replay", about: "the same transfer again",
+			prepare: func(ctx context.Context, l *loader, n int) error {
+				for i := range n {
+					r := request{method: http.MethodPost, path: "/v1/transfers", key: "transfer-replay-" + uuid.NewString(),
+						body: transferBody("acc_"+strconv.Itoa(i%1000), "acc_"+strconv.Itoa((i+1)%1000), 1+i%100)}
+					if err := l.must(ctx, r, http.StatusCreated); err != nil {
+						return err
+					}
+					transferReqs = append(transferReqs, r)
+				}
+				return nil
+			},
+			next: func(cl *client) request { return transferReqs[pick(cl, len(transferReqs))] },
+		},
+		{
+			name: "transfers-hot", about: "POST /v1/transfers, all between the same 2 accounts (row-lock contention)", allowNon2xx: true,
+			next: func(cl *client) request {
+				from, to := "acc_hot_a", "acc_hot_b"
+				if cl.n%2 == 1 {
+					from, to = to, from
+				}
+				return request{method: http.MethodPost, path: "/v1/transfers", key: cl.key("th"), body: transferBody(from, to, 1)}
+			},
+		},
+		{
+			name: "payments-create", about: "POST /v1/payments (phased mode, sandbox provider), new key",
+			next: func(cl *client) request {
+				return request{method: http.MethodPost, path: "/v1/payments", body: paymentBody, key: cl.key("pay")}
+			},
+		},
+		{
+			name: "payments-replay", about: "the same payment again",
+			prepare: func(ctx context.Context, l *loader, n int) error {
+				for range n {
+					k := "payment-replay-" + uuid.NewString()
+					if err := l.must(ctx, request{method: http.MethodPost, path: "/v1/payments", body: paymentBody, key: k}, http.StatusCreated); err != nil {
+						return err
+					}
+					paymentKeys = append(paymentKeys, k)
+				}
+				return nil
+			},
+			next: func(cl *client) request {
+				return request{method: http.MethodPost, path: "/v1/payments", body: paymentBody, key: paymentKeys[pick(cl, len(paymentKeys))]}
+			},
+		},
+		{
+			name: "hot-key", hot: true, allowNon2xx: true,
+			about: "every client sends the same request at once: a new key every " + hotSlice.String() + ", cycling PUT order, transfer and payment",
+			next: func(cl *client) request {
+				slice := int(time.Since(cl.start) / hotSlice)
+				key := "hot-" + cl.run + "-" + strconv.Itoa(slice)
+				switch slice % 3 {
+				case 0:
+					return putOrder(uuid.NewSHA1(uuid.NameSpaceOID, []byte(key)))
+				case 1:
+					return request{method: http.MethodPost, path: "/v1/transfers", key: key, body: transferBody("acc_hk_a", "acc_hk_b", 1)}
+				default:
+					return request{method: http.MethodPost, path: "/v1/payments", key: key, body: paymentBody}
+				}
+			},
+		},
+	}
+}
+
+// createNaive creates one order through the naive handler and returns its ID.
+func (l *loader) createNaive(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.base+"/naive/orders", strings.NewReader(string(orderBody)))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := l.http.Do(req)
+	if err != nil {
+		return "", err
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		return "", fmt.Errorf("bench: naive create: status %d", res.StatusCode)
+	}
+	return strings.TrimPrefix(res.Header.Get("Location"), "/naive/orders/"), nil
+}
+
+// selectScenarios keeps the named scenarios (all when names is empty),
+// in their run order. A scenario that reads what another prepares pulls
+// the preparation along.
+func selectScenarios(names string) ([]*scenario, error) {
+	all := scenarios()
+	if names == "" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for n := range strings.SplitSeq(names, ",") {
+		want[strings.TrimSpace(n)] = true
+	}
+	var out []*scenario
+	for _, sc := range all {
+		if want[sc.name] {
+			out = append(out, sc)
+			delete(want, sc.name)
+		}
+	}
+	for n := range want {
+		return nil, fmt.Errorf("bench: unknown scenario %q", n)
+	}
+	return out, nil
+}

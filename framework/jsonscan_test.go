@@ -1,0 +1,252 @@
+package framework
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// jsonCorpus is hand-picked JSON, valid and not, for the fast paths.
+var jsonCorpus = []string{
+	`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"x":[{"k":1,"k":1}]}`, "{\"a\":\"\xc3\x28\"}",
+	strings.Repeat("[", 33) + strings.Repeat("]", 33), strings.Repeat("[", 32) + strings.Repeat("]", 32),
+	strings.Repeat(`{"a":`, 33) + "1" + strings.Repeat("}", 33), strings.Repeat(`{"a":`, 32) + "1" + strings.Repeat("}", 32),
+	`{} {}`, ``, ` `, `{"a":}`, `{"a":1,}`, `[1,]`, `[`, `"x"`, `1`, ` -0.50e+3 `, `true`, `null`, `[]`, `{}`, `[{}, [], ""]`,
+	`{"a":{"a":1},"b":{"a":2}}`, `[1,"a","a"]`, `{"b":[1,{"y":2,"x":"é"}],"a":4.2e3, "c":null}`,
+	`{"k\"q":1,"k\\q":2,"k\"q":3}`, `{"<&>":"<&>","\u2028":"\u2029 ` + "\u2028" + `"}`, `{"é":1,"\u00e9":2}`,
+	`{"a":"\ud800"}`, `{"\ud83d\ude00":"😀"}`, `{"ctl":"\u0001\t\n\\\/"}`, "{\"raw\":\"\x7f\"}",
+	`{"z":1,"y":2,"x":3,"w":4,"v":5,"u":6,"t":7,"s":8,"r":9,"q":10,"p":11,"o":12,"n":13,"m":14,"l":15,"k":16,"j":17,"z":18}`,
+	`{"customer":"cus_1","currency":"EUR","items":[{"sku":"sku_1","quantity":2,"unit_price":"10.00"}],"note":""}`,
+	"{\"a\"\t:\n[ 1 ,\r2 ] }", `{"n":1e400}`, `{"n":0.000}`, `[1E+2,1e-2,-0,100]`,
+}
+
+// randomJSON writes a random document with the features the fast paths
+// treat specially: escapes, non-ASCII, HTML characters, number spellings,
+// duplicate keys, whitespace and nesting.
+func randomJSON(rng *rand.Rand, depth int) string {
+	ws := func() string { return []string{"", "", " ", "\n\t"}[rng.IntN(4)] }
+	str := func() string {
+		parts := []string{"a", "b", "k", "é", `\u00e9`, `\"`, `\\`, "<", "&", `\u2028`, "\u2028", `\n`, `\/`, "😀", `\ud83d\ude00`, "\x7f"}
+		var sb strings.Builder
+		sb.WriteByte('"')
+		for range rng.IntN(4) {
+			sb.WriteString(parts[rng.IntN(len(parts))])
+		}
+		sb.WriteByte('"')
+		return sb.String()
+	}
+	if depth > 3 {
+		return []string{"1", "-0.50", "4.2e3", "4200", `"x"`, "true", "null"}[rng.IntN(7)]
+	}
+	switch rng.IntN(7) {
+	case 0:
+		n := rng.IntN(5)
+		var parts []string
+		for range n {
+			parts = append(parts, ws()+str()+ws()+":"+ws()+randomJSON(rng, depth+1)+ws())
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case 1:
+		n := rng.IntN(4)
+		var parts []string
+		for range n {
+			parts = append(parts, ws()+randomJSON(rng, depth+1)+ws())
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case 2:
+		return str()
+	case 3:
+		return []string{"0", "-0.0", "1.50", "15e-1", "1E+2", "123456789012345678901234567890", "1e-7"}[rng.IntN(7)]
+	default:
+		return []string{"true", "false", "null"}[rng.IntN(3)]
+	}
+}
+
+func sameError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var ea, eb *Error
+	if !errors.As(a, &ea) || !errors.As(b, &eb) {
+		return a.Error() == b.Error()
+	}
+	return ea.Code == eb.Code && ea.Detail == eb.Detail
+}
+
+func corpus(n int) []string {
+	docs := append([]string(nil), jsonCorpus...)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range n {
+		docs = append(docs, randomJSON(rng, 0))
+	}
+	return docs
+}
+
+func TestCheckJSONFastPathAgrees(t *testing.T) {
+	t.Parallel()
+	for _, doc := range corpus(3000) {
+		for _, depth := range []int{2, DefaultMaxDepth} {
+			fast, ref := checkJSON([]byte(doc), depth), checkJSONTokens([]byte(doc), depth)
+			if !sameError(fast, ref) {
+				t.Fatalf("checkJSON(%q, %d) = %v, the token walk says %v", doc, depth, fast, ref)
+			}
+		}
+	}
+}
+
+func TestCanonicalJSONFastPathAgrees(t *testing.T) {
+	t.Parallel()
+	for _, doc := range corpus(3000) {
+		fast, ferr := CanonicalJSON([]byte(doc))
+		ref, rerr := canonicalJSONDecoded([]byte(doc))
+		if (ferr == nil) != (rerr == nil) || !bytes.Equal(fast, ref) {
+			t.Fatalf("CanonicalJSON(%q) = %s, %v; the decoded path gives %s, %v", doc, fast, ferr, ref, rerr)
+		}
+	}
+}
+
+// referenceFingerprint is ComputeFingerprint as it was first written: the
+// stored fingerprints of existing records were made by it.
+func referenceFingerprint(in FingerprintInput) (Fingerprint, error) {
+	raw, err := json.Marshal(in.Command)
+	if err != nil {
+		return Fingerprint{}, err
+	}
+	if len(in.Volatile) > 0 {
+		if raw, err = dropPaths(raw, in.Volatile); err != nil {
+			return Fingerprint{}, err
+		}
+	}
+	command, err := canonicalJSONDecoded(raw)
+	if err != nil {
+		return Fingerprint{}, err
+	}
+	envelope, err := json.Marshal(struct {
+		Version   int               `json:"v"`
+		Tenant    string            `json:"tenant"`
+		Operation string            `json:"op"`
+		Path      map[string]string `json:"path,omitempty"`
+		Headers   map[string]string `json:"headers,omitempty"`
+		Command   json.RawMessage   `json:"command"`
+	}{FingerprintVersion, in.Tenant, in.Operation, in.PathParams, in.Headers, command})
+	if err != nil {
+		return Fingerprint{}, err
+	}
+	return Fingerprint{Version: FingerprintVersion, Sum: sha256.Sum256(envelope)}, nil
+}
+
+func TestFingerprintMatchesReference(t *testing.T) {
+	t.Parallel()
+	type item struct {
+		SKU       string  `json:"sku"`
+		Quantity  int     `json:"quantity"`
+		UnitPrice string  `json:"unit_price"`
+		Weight    float64 `json:"weight"`
+	}
+	type order struct {
+		Customer string            `json:"customer"`
+		Items    []item            `json:"items"`
+		Note     string            `json:"note,omitempty"`
+		Meta     map[string]any    `json:"meta"`
+		Tags     map[string]string `json:"tags,omitempty"`
+		Amount   Integer           `json:"amount"`
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	names := []string{"", "acme", "<&>", "é", "\u2028", `q"b\s`, "tab\t", "\xff"}
+	pick := func() string { return names[rng.IntN(len(names))] }
+	for i := range 3000 {
+		var cmd any
+		switch i % 3 {
+		case 0:
+			var doc any
+			if err := json.Unmarshal([]byte(randomJSON(rng, 0)), &doc); err != nil {
+				t.Fatal(err)
+			}
+			cmd = doc
+		case 1:
+			cmd = order{Customer: pick(), Note: pick(), Items: []item{{SKU: pick(), Quantity: rng.IntN(5), UnitPrice: "10.00", Weight: rng.Float64()}},
+				Meta: map[string]any{pick(): pick(), "n": rng.IntN(1000)}, Tags: map[string]string{pick(): pick()}, Amount: Integer(rng.IntN(99))}
+		default:
+			cmd = map[string]any{"amount": rng.IntN(10000), "currency": pick(), "meta": map[string]any{"trace": pick()}}
+		}
+		in := FingerprintInput{Tenant: pick(), Operation: pick(), Command: cmd}
+		if rng.IntN(2) == 0 {
+			in.PathParams = map[string]string{"id": pick(), pick(): pick()}
+		}
+		if rng.IntN(2) == 0 {
+			in.Headers = map[string]string{"Api-Version": pick()}
+		}
+		if rng.IntN(4) == 0 {
+			in.Volatile = []string{"meta.trace", "note"}
+		}
+		got, gerr := ComputeFingerprint(in)
+		want, werr := referenceFingerprint(in)
+		if (gerr == nil) != (werr == nil) || got != want {
+			t.Fatalf("ComputeFingerprint(%+v) = %s, %v; the reference gives %s, %v", in, got, gerr, want, werr)
+		}
+		_, raw, err := ComputeFingerprintJSON(in)
+		if marshalled, _ := json.Marshal(cmd); err == nil && !bytes.Equal(raw, marshalled) {
+			t.Fatalf("ComputeFingerprintJSON returned %s, json.Marshal gives %s", raw, marshalled)
+		}
+	}
+}
+
+// FuzzFastPathsAgree compares the single-pass check and canonical form
+// with their references on any input.
+func FuzzFastPathsAgree(f *testing.F) {
+	for _, doc := range jsonCorpus {
+		f.Add([]byte(doc), 4)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, depth int) {
+		depth = 1 + (depth&0xff)%40
+		if fast, ref := checkJSON(raw, depth), checkJSONTokens(raw, depth); !sameError(fast, ref) {
+			t.Fatalf("checkJSON(%q, %d) = %v, the token walk says %v", raw, depth, fast, ref)
+		}
+		fast, ferr := CanonicalJSON(raw)
+		ref, rerr := canonicalJSONDecoded(raw)
+		if (ferr == nil) != (rerr == nil) || !bytes.Equal(fast, ref) {
+			t.Fatalf("CanonicalJSON(%q) = %s, %v; the decoded path gives %s, %v", raw, fast, ferr, ref, rerr)
+		}
+	})
+}
+
+func BenchmarkCheckJSON(b *testing.B) {
+	body := []byte(`{"customer":"cus_1","currency":"EUR","items":[{"sku":"sku_1","quantity":2,"unit_price":"10.00"},` +
+		`{"sku":"sku_2","quantity":1,"unit_price":"5.50"}],"note":"bench"}`)
+	for _, path := range []struct {
+		name  string
+		check func([]byte, int) error
+	}{{"scan", checkJSON}, {"tokens", checkJSONTokens}} {
+		b.Run(path.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := path.check(body, DefaultMaxDepth); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkCanonicalJSON(b *testing.B) {
+	raw := []byte(`{"customer":"cus_1","currency":"EUR","items":[{"sku":"sku_1","quantity":2,"unit_price":"10.00"},` +
+		`{"sku":"sku_2","quantity":1,"unit_price":"5.50"}],"note":"bench","n":` + strconv.Itoa(4200) + `}`)
+	for _, path := range []struct {
+		name  string
+		canon func([]byte) ([]byte, error)
+	}{{"scan", CanonicalJSON}, {"decoded", canonicalJSONDecoded}} {
+		b.Run(path.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := path.canon(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
