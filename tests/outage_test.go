@@ -1,86 +1,25 @@
 package tests
 
 import (
-	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 
+	"github.com/retrysafe/retrysafe/internal/faultproxy"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
-// tcpProxy forwards connections to target until it is cut; cutting it
-// closes the listener and every open connection, as a network partition or
-// a database crash would.
-type tcpProxy struct {
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  []net.Conn
-}
-
-func startProxy(t *testing.T, target string) *tcpProxy {
+// startProxy starts a TCP proxy to target, closed when the test ends.
+func startProxy(t *testing.T, target string) *faultproxy.Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := faultproxy.Start(target, faultproxy.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tcpProxy{target: target, addr: ln.Addr().String()}
-	p.serve(ln)
-	t.Cleanup(p.cut)
+	t.Cleanup(p.Close)
 	return p
-}
-
-func (p *tcpProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", p.target)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, client, server)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(server, client); server.Close() }()
-			go func() { _, _ = io.Copy(client, server); client.Close() }()
-		}
-	}()
-}
-
-func (p *tcpProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-// restore listens again on the same address.
-func (p *tcpProxy) restore(t *testing.T) {
-	t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatalf("re-listen on %s: %v", p.addr, err)
-	}
-	p.serve(ln)
 }
 
 // TestDatabaseOutageIs503 cuts the connection between the API and
@@ -95,13 +34,13 @@ func TestDatabaseOutageIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := startProxy(t, u.Host)
-	u.Host = proxy.addr
+	u.Host = proxy.Addr()
 	e := newEnv(t, u.String())
 
 	kept := uuid.New()
 	wantStatus(t, e.do("PUT", orderPath(kept), tokenAcme, orderBody(1, "1.00")), http.StatusCreated)
 
-	proxy.cut()
+	proxy.Cut()
 	lost := uuid.New()
 	for _, r := range []response{
 		e.do("PUT", orderPath(lost), tokenAcme, orderBody(1, "1.00")),
@@ -120,7 +59,9 @@ func TestDatabaseOutageIs503(t *testing.T) {
 		}
 	}
 
-	proxy.restore(t)
+	if err := proxy.Restore(); err != nil {
+		t.Fatal(err)
+	}
 	if e.count("orders", "id = ?", lost.String()) != 0 {
 		t.Fatalf("a create that answered 503 was committed")
 	}

@@ -6,6 +6,7 @@
 //
 // DATABASE_URL is used when -db is absent; DEMO_API_TOKENS="tok:tenant,…"
 // replaces the default tokens sk_test_acme (acme) and sk_test_globex (globex).
+// -lease, -recovery-interval and -pause-at are for fault tests (faults.go).
 package main
 
 import (
@@ -42,7 +43,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address HOST:PORT")
 	dsn := fs.String("db", "", `database: "sqlite:PATH" or a postgres:// URL (default $DATABASE_URL, else sqlite:retrysafe-demo.db)`)
+	faults := addFaultFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	postKeys, err := faults.postKeys()
+	if err != nil {
 		return err
 	}
 	if *dsn == "" {
@@ -53,7 +59,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	tokens := app.DefaultTokens()
 	if list := getenv("DEMO_API_TOKENS"); list != "" {
-		var err error
 		if tokens, err = framework.ParseTokenList(list); err != nil {
 			return err
 		}
@@ -61,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	gin.SetMode(gin.ReleaseMode)
 
-	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger})
+	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, PostKeys: postKeys})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,41 @@
+package pgtemp_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"github.com/retrysafe/retrysafe/internal/pgtemp"
+)
+
+// TestKillAndRestartKeepsCommittedRows: a row committed before an
+// immediate stop is there after the restart.
+func TestKillAndRestartKeepsCommittedRows(t *testing.T) {
+	t.Parallel()
+	s := pgtemp.Start(t)
+	url := s.CreateDatabase("probe")
+	ctx := context.Background()
+	exec := func(q string) {
+		t.Helper()
+		db, err := sql.Open("pgx", url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec("CREATE TABLE t (n int); INSERT INTO t VALUES (1)")
+	s.Kill()
+	s.Restart()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("rows after restart = %d, %v; want 1", n, err)
+	}
+}
