@@ -58,6 +58,7 @@ type faultTally struct {
 	mu        sync.Mutex
 	attempts  int
 	transport int         // requests that got no answer
+	final     int         // operations that got a final answer
 	byStatus  map[int]int // every answer, retried or final
 }
 
@@ -73,6 +74,13 @@ func (ft *faultTally) add(status int, err error) {
 		ft.byStatus = map[int]int{}
 	}
 	ft.byStatus[status]++
+}
+
+// finals returns how many operations got their final answer.
+func (ft *faultTally) finals() int {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return ft.final
 }
 
 // count returns the answers with a status in [lo, hi].
@@ -132,6 +140,9 @@ func (op faultOp) untilFinal(ctx context.Context, client *http.Client, tally *fa
 		}
 		tally.add(r.Status, err)
 		if err == nil && !retryable(r) {
+			tally.mu.Lock()
+			tally.final++
+			tally.mu.Unlock()
 			return r, nil
 		}
 		last = err
