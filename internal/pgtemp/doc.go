@@ -10,6 +10,10 @@
 // none. initdb refuses to run as root, so under root every PostgreSQL
 // command runs as the postgres user (runuser) in a directory it owns.
 //
+// [Server.StartPgBouncer] puts a pgbouncer (Debian package pgbouncer) in
+// front of the server, in transaction pooling by default, on a port of its
+// own; the test is skipped when pgbouncer is not installed.
+//
 // The server runs with fsync=off: a killed server loses nothing the
 // operating system already has, which is what these tests exercise; only a
 // power loss would need fsync.

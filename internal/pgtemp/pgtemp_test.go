@@ -39,3 +39,21 @@ func TestKillAndRestartKeepsCommittedRows(t *testing.T) {
 		t.Fatalf("rows after restart = %d, %v; want 1", n, err)
 	}
 }
+
+// TestPgBouncerTransactionPooling reaches the server through pgbouncer in
+// transaction pooling with pgx's simple protocol.
+func TestPgBouncerTransactionPooling(t *testing.T) {
+	t.Parallel()
+	s := pgtemp.Start(t)
+	s.CreateDatabase("probe")
+	b := s.StartPgBouncer(pgtemp.BouncerConfig{})
+	db, err := sql.Open("pgx", b.URL("probe")+"&default_query_exec_mode=simple_protocol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(context.Background(), "SELECT $1::int + 1", 41).Scan(&n); err != nil || n != 42 {
+		t.Fatalf("through pgbouncer: %d, %v", n, err)
+	}
+}
