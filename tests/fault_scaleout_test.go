@@ -82,8 +82,8 @@ func TestFaultSeveralProcesses(t *testing.T) {
 // transaction pooling: 4 demo processes reach a PostgreSQL of the test's own
 // through one pgbouncer (pool_mode=transaction). pgx must not rely on
 // prepared statements (default_query_exec_mode=simple_protocol, or exec /
-// cache_describe), and pgbouncer must ignore the lock_timeout startup
-// parameter the store puts in the DSN (docs/scaling.md).
+// cache_describe), and pgbouncer must ignore the timeouts the store puts in
+// the DSN as startup parameters (docs/scaling.md).
 func TestFaultPgBouncer(t *testing.T) {
 	t.Parallel()
 	testdb.Postgres(t)

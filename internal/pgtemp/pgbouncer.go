@@ -20,9 +20,10 @@ type BouncerConfig struct {
 	// Defaults to 20.
 	DefaultPoolSize int
 	// IgnoreStartupParameters lists startup parameters pgbouncer accepts
-	// from clients and drops. Defaults to "extra_float_digits,lock_timeout":
-	// pgx sends the first, and a DSN parameter such as lock_timeout becomes a
-	// startup parameter that pgbouncer otherwise refuses.
+	// from clients and drops. Defaults to extra_float_digits (pgx sends it)
+	// and the timeouts a DSN may carry (lock_timeout, statement_timeout,
+	// idle_in_transaction_session_timeout): a DSN parameter becomes a
+	// startup parameter, which pgbouncer otherwise refuses.
 	IgnoreStartupParameters string
 }
 
@@ -63,7 +64,7 @@ func (s *Server) StartPgBouncer(cfg BouncerConfig) *Bouncer {
 		cfg.DefaultPoolSize = 20
 	}
 	if cfg.IgnoreStartupParameters == "" {
-		cfg.IgnoreStartupParameters = "extra_float_digits,lock_timeout"
+		cfg.IgnoreStartupParameters = "extra_float_digits,lock_timeout,statement_timeout,idle_in_transaction_session_timeout"
 	}
 	dir := filepath.Join(filepath.Dir(s.dir), "pgbouncer")
 	if err := os.Mkdir(dir, 0o755); err != nil {
