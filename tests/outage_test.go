@@ -11,15 +11,32 @@ import (
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
-// startProxy starts a TCP proxy to target, closed when the test ends.
-func startProxy(t *testing.T, target string) *faultproxy.Proxy {
+// tcpProxy is a [faultproxy.Proxy] to the database, with the shorthands the
+// outage tests use; it is closed when the test ends.
+type tcpProxy struct {
+	*faultproxy.Proxy
+	addr string
+}
+
+func startProxy(t *testing.T, target string) *tcpProxy {
 	t.Helper()
 	p, err := faultproxy.Start(target, faultproxy.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	return p
+	return &tcpProxy{Proxy: p, addr: p.Addr()}
+}
+
+// cut closes every connection and refuses new ones, as a crashed database.
+func (p *tcpProxy) cut() { p.Cut() }
+
+// restore accepts connections again on the same address.
+func (p *tcpProxy) restore(t *testing.T) {
+	t.Helper()
+	if err := p.Restore(); err != nil {
+		t.Fatalf("re-listen on %s: %v", p.addr, err)
+	}
 }
 
 // TestDatabaseOutageIs503 cuts the connection between the API and
@@ -34,13 +51,13 @@ func TestDatabaseOutageIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := startProxy(t, u.Host)
-	u.Host = proxy.Addr()
+	u.Host = proxy.addr
 	e := newEnv(t, u.String())
 
 	kept := uuid.New()
 	wantStatus(t, e.do("PUT", orderPath(kept), tokenAcme, orderBody(1, "1.00")), http.StatusCreated)
 
-	proxy.Cut()
+	proxy.cut()
 	lost := uuid.New()
 	for _, r := range []response{
 		e.do("PUT", orderPath(lost), tokenAcme, orderBody(1, "1.00")),
@@ -59,9 +76,7 @@ func TestDatabaseOutageIs503(t *testing.T) {
 		}
 	}
 
-	if err := proxy.Restore(); err != nil {
-		t.Fatal(err)
-	}
+	proxy.restore(t)
 	if e.count("orders", "id = ?", lost.String()) != 0 {
 		t.Fatalf("a create that answered 503 was committed")
 	}
