@@ -10,6 +10,9 @@ import (
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
+// listeningPrefix starts the line the demo prints once it serves.
+const listeningPrefix = demoproc.ListeningPrefix
+
 // buildDemo compiles ./cmd/demo into a temporary directory.
 func buildDemo(t *testing.T) string { return demoproc.Build(t) }
 

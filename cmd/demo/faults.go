@@ -31,16 +31,34 @@ func addFaultFlags(fs *flag.FlagSet) *faultFlags {
 
 // postKeys returns the POST fallback configuration the flags ask for.
 func (f *faultFlags) postKeys() (postkeys.Config, error) {
-	c := postkeys.Config{LeaseDuration: f.lease, RecoveryInterval: f.recovery}
+	var c postkeys.Config
+	return c, f.apply(&c)
+}
+
+// apply sets on c what the flags ask for and leaves the rest as it is; a
+// pause runs after any fail point function c already has.
+func (f *faultFlags) apply(c *postkeys.Config) error {
+	if f.lease != 0 {
+		c.LeaseDuration = f.lease
+	}
+	if f.recovery != 0 {
+		c.RecoveryInterval = f.recovery
+	}
 	if f.pauseAt == "" {
-		return c, nil
+		return nil
 	}
 	point, d, ok := strings.Cut(f.pauseAt, "=")
 	pause, err := time.ParseDuration(d)
 	if !ok || point == "" || err != nil || pause <= 0 {
-		return c, fmt.Errorf("-pause-at %q: want POINT=DURATION", f.pauseAt)
+		return fmt.Errorf("-pause-at %q: want POINT=DURATION", f.pauseAt)
 	}
-	c.FailPointFunc = func(ctx context.Context, _, at string) error {
+	before := c.FailPointFunc
+	c.FailPointFunc = func(ctx context.Context, operation, at string) error {
+		if before != nil {
+			if err := before(ctx, operation, at); err != nil {
+				return err
+			}
+		}
 		if at != point {
 			return nil
 		}
@@ -52,5 +70,5 @@ func (f *faultFlags) postKeys() (postkeys.Config, error) {
 		}
 		return nil
 	}
-	return c, nil
+	return nil
 }
