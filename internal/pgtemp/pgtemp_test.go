@@ -3,6 +3,7 @@ package pgtemp_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 
 	"github.com/retrysafe/retrysafe/internal/pgtemp"
@@ -55,5 +56,24 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 	var n int
 	if err := db.QueryRowContext(context.Background(), "SELECT $1::int + 1", 41).Scan(&n); err != nil || n != 42 {
 		t.Fatalf("through pgbouncer: %d, %v", n, err)
+	}
+}
+
+// TestPgBouncerRefusesUnlistedStartupParameters: a DSN parameter such as
+// lock_timeout is a startup parameter, which pgbouncer refuses unless
+// ignore_startup_parameters lists it (docs/scaling.md).
+func TestPgBouncerRefusesUnlistedStartupParameters(t *testing.T) {
+	t.Parallel()
+	s := pgtemp.Start(t)
+	s.CreateDatabase("probe")
+	b := s.StartPgBouncer(pgtemp.BouncerConfig{IgnoreStartupParameters: "extra_float_digits"})
+	db, err := sql.Open("pgx", b.URL("probe")+"&default_query_exec_mode=simple_protocol&lock_timeout=1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.PingContext(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "unsupported startup parameter") {
+		t.Fatalf("ping with lock_timeout through pgbouncer: %v, want unsupported startup parameter", err)
 	}
 }
