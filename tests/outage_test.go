@@ -1,86 +1,42 @@
 package tests
 
 import (
-	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 
+	"github.com/retrysafe/retrysafe/internal/faultproxy"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
-// tcpProxy forwards connections to target until it is cut; cutting it
-// closes the listener and every open connection, as a network partition or
-// a database crash would.
+// tcpProxy is a [faultproxy.Proxy] to the database, with the shorthands the
+// outage tests use; it is closed when the test ends.
 type tcpProxy struct {
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  []net.Conn
+	*faultproxy.Proxy
+	addr string
 }
 
 func startProxy(t *testing.T, target string) *tcpProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := faultproxy.Start(target, faultproxy.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tcpProxy{target: target, addr: ln.Addr().String()}
-	p.serve(ln)
-	t.Cleanup(p.cut)
-	return p
+	t.Cleanup(p.Close)
+	return &tcpProxy{Proxy: p, addr: p.Addr()}
 }
 
-func (p *tcpProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", p.target)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, client, server)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(server, client); server.Close() }()
-			go func() { _, _ = io.Copy(client, server); client.Close() }()
-		}
-	}()
-}
+// cut closes every connection and refuses new ones, as a crashed database.
+func (p *tcpProxy) cut() { p.Cut() }
 
-func (p *tcpProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-// restore listens again on the same address.
+// restore accepts connections again on the same address.
 func (p *tcpProxy) restore(t *testing.T) {
 	t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
+	if err := p.Restore(); err != nil {
 		t.Fatalf("re-listen on %s: %v", p.addr, err)
 	}
-	p.serve(ln)
 }
 
 // TestDatabaseOutageIs503 cuts the connection between the API and

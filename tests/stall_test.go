@@ -25,13 +25,13 @@ type demoProcess struct {
 	lines chan string
 }
 
-// startDemoEnv starts the demo binary on dsn with extra environment
-// variables and returns once it listens. Every later stdout line is sent
+// startDemoArgs starts the demo binary on dsn with extra flags and
+// returns once it listens. Every later stdout line is sent
 // on lines (dropped when nobody reads).
-func startDemoEnv(t *testing.T, bin, dsn string, env ...string) *demoProcess {
+func startDemoArgs(t *testing.T, bin, dsn string, args ...string) *demoProcess {
 	t.Helper()
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", dsn)
-	cmd.Env = append(append(cmd.Environ(), "DATABASE_URL=", "DEMO_API_TOKENS="), env...)
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-db", dsn}, args...)...)
+	cmd.Env = append(cmd.Environ(), "DATABASE_URL=", "DEMO_API_TOKENS=")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -90,9 +90,9 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 	dsn := testdb.New(t, "postgres") // skips without TEST_DATABASE_URL
 	bin := buildDemo(t)
 	const n = 8
-	short := []string{"DEMO_POSTKEYS_LEASE=2s", "DEMO_POSTKEYS_RECOVERY_INTERVAL=200ms"}
-	a := startDemoEnv(t, bin, dsn, append(short, "DEMO_TEST_HOLD=after_claim=1s")...)
-	b := startDemoEnv(t, bin, dsn, append(short, "DEMO_TEST_HOLD=after_phase:payment_created=1s")...)
+	short := []string{"-lease=2s", "-recovery-interval=200ms"}
+	a := startDemoArgs(t, bin, dsn, append(short, "-pause-at=after_claim=1s")...)
+	b := startDemoArgs(t, bin, dsn, append(short, "-pause-at=after_phase:payment_created=1s")...)
 
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {

@@ -1,72 +1,26 @@
 package tests
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
+	"github.com/retrysafe/retrysafe/internal/demoproc"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
-const listeningPrefix = "retrysafe demo listening on "
+// listeningPrefix starts the line the demo prints once it serves.
+const listeningPrefix = demoproc.ListeningPrefix
 
 // buildDemo compiles ./cmd/demo into a temporary directory.
-func buildDemo(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "demo")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/retrysafe/retrysafe/cmd/demo")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/demo: %v\n%s", err, out)
-	}
-	return bin
-}
+func buildDemo(t *testing.T) string { return demoproc.Build(t) }
 
 // startDemo starts the demo binary on a random port against dsn and
-// returns its base URL once it prints that it is listening. The process is
-// killed and reaped when the test ends.
+// returns its base URL; the process is killed when the test ends.
 func startDemo(t *testing.T, bin, dsn string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db", dsn)
-	cmd.Env = append(cmd.Environ(), "DATABASE_URL=", "DEMO_API_TOKENS=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start demo: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if addr, ok := strings.CutPrefix(sc.Text(), listeningPrefix); ok {
-				ready <- addr
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case url := <-ready:
-		return strings.TrimSpace(url)
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("demo did not report its address within 30s; stderr:\n%s", stderr.String())
-		return ""
-	}
+	return demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn}).URL()
 }
 
 // TestTwoProcessesChargeOnce runs two demo processes on one PostgreSQL

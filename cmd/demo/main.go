@@ -12,13 +12,12 @@
 // relay hands events to the ledger in process. OTEL_EXPORTER_OTLP_ENDPOINT
 // exports traces with OTLP over HTTP; unset, nothing is traced.
 //
-// DEMO_POSTKEYS_LEASE and DEMO_POSTKEYS_RECOVERY_INTERVAL (Go durations)
-// tune the POST fallback; DEMO_TEST_HOLD is for fault tests.
-//
 // Limits (flags, with their defaults): -request-deadline 10s (a request the
 // database does not answer in time is 503), -read-header-timeout 5s,
 // -read-timeout 15s (headers and body), -write-timeout 15s, -idle-timeout
 // 60s (keep-alive), -db-connect-timeout 5s and -db-statement-timeout 5s.
+//
+// -lease, -recovery-interval and -pause-at are for fault tests (faults.go).
 package main
 
 import (
@@ -65,7 +64,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	idle := fs.Duration("idle-timeout", framework.DefaultIdleTimeout, "keep-alive connections idle this long are closed")
 	connect := fs.Duration("db-connect-timeout", 5*time.Second, "time to open one database connection")
 	statement := fs.Duration("db-statement-timeout", 5*time.Second, "time one SQL statement of a write transaction may run (PostgreSQL)")
+	faults := addFaultFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	postKeys, err := faults.postKeys(stdout)
+	if err != nil {
 		return err
 	}
 	if *dsn == "" {
@@ -76,7 +80,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	tokens := app.DefaultTokens()
 	if list := getenv("DEMO_API_TOKENS"); list != "" {
-		var err error
 		if tokens, err = framework.ParseTokenList(list); err != nil {
 			return err
 		}
@@ -92,10 +95,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer func() { _ = shutdownTracing(context.WithoutCancel(ctx)) }()
 
-	postKeys, err := postKeysConfig(getenv, stdout)
-	if err != nil {
-		return err
-	}
 	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, TracerProvider: tp,
 		Events: app.EventsConfig{NATSURL: *natsURL}, PostKeys: postKeys, RequestDeadline: *deadline,
 		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement, MaxOpenConns: *pool}})
