@@ -46,7 +46,6 @@ func (c *Collection[Cmd, Model]) Describe() []RouteDescription {
 	get.Responses[0].Headers = []string{"ETag"}
 	get.Responses = append(get.Responses, ResponseDescription{Status: http.StatusNotModified,
 		Description: "If-None-Match matches the current ETag", Headers: []string{"ETag"}})
-	get.Problems = append(get.Problems, CodeInvalidResourceID)
 	head := get
 	head.Method, head.OperationID, head.Summary = http.MethodHead, name+".head", "The headers of GET "+item
 	head.Responses = []ResponseDescription{{Status: http.StatusOK, Description: "The headers of the representation", Headers: []string{"ETag"}},

@@ -113,11 +113,17 @@ func WriteProblems() []Code {
 
 // DescribeGet describes a plain authenticated GET of one JSON document of
 // type body (a resource's own read route), with ETag when etag is set.
+// A route with path parameters may answer 400 invalid_resource_id: text
+// a database cannot store is refused there ([StorableText]).
 func DescribeGet(path, operationID, summary string, body reflect.Type, params ...ParamDescription) RouteDescription {
+	problems := ReadProblems()
+	if len(params) > 0 {
+		problems = append(problems, CodeInvalidResourceID)
+	}
 	return RouteDescription{
 		Method: http.MethodGet, Path: path, OperationID: operationID, Summary: summary,
 		PathParams: params, Authenticated: true,
 		Responses: []ResponseDescription{{Status: http.StatusOK, Description: "the current representation", Body: body}},
-		Problems:  ReadProblems(),
+		Problems:  problems,
 	}
 }

@@ -102,7 +102,7 @@ func (w *workload) wantEffects(t *testing.T, db *gorm.DB, acked []response) {
 		if n := count("orders", "id IN ?", ids); n != int64(len(ids)) {
 			t.Fatalf("orders: %d rows, want %d", n, len(ids))
 		}
-		if n := count("order_events", "order_id IN ? AND type = ?", ids, "order.created"); n != int64(len(ids)) {
+		if n := count("outbox_events", "aggregate_type = 'order' AND aggregate_id IN ? AND type = ?", ids, "order.created"); n != int64(len(ids)) {
 			t.Fatalf("order.created events: %d, want %d (one per order)", n, len(ids))
 		}
 	}

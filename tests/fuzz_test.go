@@ -15,7 +15,7 @@ import (
 )
 
 // fuzzTables are every table a request of the demo can write.
-var fuzzTables = []string{"orders", "order_events", "accounts", "transfers", "payments", "sandbox_charges", "idempotency_records"}
+var fuzzTables = []string{"orders", "order_items", "outbox_events", "accounts", "transfers", "payments", "sandbox_charges", "idempotency_records"}
 
 // storedRejections are the 4xx answers that are meant to be stored (and
 // replayed): business rejections and an outcome being reconciled.
@@ -106,9 +106,9 @@ func fuzzRequest(method, target string, body []byte) *http.Request {
 	return req
 }
 
-func rowCounts(t *testing.T, e *env) [7]int64 {
+func rowCounts(t *testing.T, e *env) [8]int64 {
 	t.Helper()
-	var out [7]int64
+	var out [8]int64
 	for i, table := range fuzzTables {
 		if err := e.app.DB.Gorm.Table(table).Count(&out[i]).Error; err != nil {
 			t.Fatalf("count %s: %v", table, err)

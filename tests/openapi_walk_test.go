@@ -96,6 +96,7 @@ func TestOpenAPIWalk(t *testing.T) {
 		want(e.raw("POST", "/v1/transfers", "text/plain", transferBody("acc_a", "acc_b", 5, "EUR"), "Idempotency-Key", "walk-t5"), 415)
 		want(e.do("GET", "/v1/accounts/acc_a", tokenAcme, nil), 200)
 		want(e.do("GET", "/v1/accounts/nope", tokenAcme, nil), 404)
+		want(e.do("GET", "/v1/accounts/acc%00", tokenAcme, nil), 400)
 		want(e.do("GET", "/v1/accounts/acc_a", "", nil), 401)
 
 		// Payments: the POST fallback in phased mode, and the sandbox.
@@ -113,6 +114,7 @@ func TestOpenAPIWalk(t *testing.T) {
 		want(e.raw("POST", "/v1/payments", "text/plain", body("pm_card_visa"), "Idempotency-Key", "walk-p6"), 415)
 		want(e.do("GET", paid.Header.Get("Location"), tokenAcme, nil), 200)
 		want(e.do("GET", "/v1/payments/pay_nope", tokenAcme, nil), 404)
+		want(e.do("GET", "/v1/payments/pay_%FF", tokenAcme, nil), 400)
 		want(e.do("GET", "/v1/payments/pay_nope", "", nil), 401)
 		want(e.do("GET", "/v1/sandbox/charges", tokenAcme, nil), 200)
 		want(e.do("GET", "/v1/sandbox/charges", "", nil), 401)

@@ -103,11 +103,11 @@ func (c *Credits) execute(ctx context.Context, tx *gorm.DB, req postkeys.Request
 	if amount > 0 {
 		err = tx.Raw(`INSERT INTO credit_accounts (tenant_id, name, balance, updated_at) VALUES (?, ?, ?, ?)
 ON CONFLICT (tenant_id, name) DO UPDATE SET balance = credit_accounts.balance + excluded.balance, updated_at = excluded.updated_at
-RETURNING balance`, req.Tenant, req.Command.Account, amount, req.Now).Scan(&balances).Error
+RETURNING balance`, req.Tenant, req.Command.Account, amount, req.Now).Find(&balances).Error
 	} else {
 		err = tx.Raw(`UPDATE credit_accounts SET balance = balance + ?, updated_at = ?
 WHERE tenant_id = ? AND name = ? AND balance + ? >= 0 RETURNING balance`,
-			amount, req.Now, req.Tenant, req.Command.Account, amount).Scan(&balances).Error
+			amount, req.Now, req.Tenant, req.Command.Account, amount).Find(&balances).Error
 	}
 	if err != nil {
 		return postkeys.Response{}, err

@@ -428,7 +428,7 @@ func nullable(s string) any {
 // returning runs a statement with RETURNING fence, attempt.
 func (s *gormRecordStore) returning(ctx context.Context, db *gorm.DB, name string, args map[string]any) (Claim, bool, error) {
 	var rows []Claim
-	if err := db.WithContext(ctx).Raw(s.sql[name], args).Scan(&rows).Error; err != nil || len(rows) == 0 {
+	if err := db.WithContext(ctx).Raw(s.sql[name], args).Find(&rows).Error; err != nil || len(rows) == 0 {
 		return Claim{}, false, err
 	}
 	return rows[0], true, nil
@@ -454,7 +454,7 @@ func (s *gormRecordStore) Reclaim(ctx context.Context, db *gorm.DB, p ClaimParam
 
 func (s *gormRecordStore) Get(ctx context.Context, db *gorm.DB, id RecordID) (Record, bool, error) {
 	var rows []recordRow
-	if err := db.WithContext(ctx).Raw(s.sql["get"], s.args(id, nil)).Scan(&rows).Error; err != nil || len(rows) == 0 {
+	if err := db.WithContext(ctx).Raw(s.sql["get"], s.args(id, nil)).Find(&rows).Error; err != nil || len(rows) == 0 {
 		return Record{}, false, err
 	}
 	return rows[0].record(), true, nil
@@ -506,7 +506,7 @@ func (s *gormRecordStore) Release(ctx context.Context, db *gorm.DB, p ReleasePar
 
 func (s *gormRecordStore) ListUnfinished(ctx context.Context, db *gorm.DB, limit int) ([]Record, error) {
 	var rows []recordRow
-	if err := db.WithContext(ctx).Raw(s.sql["unfinished"], s.args(RecordID{}, map[string]any{"limit": limit})).Scan(&rows).Error; err != nil {
+	if err := db.WithContext(ctx).Raw(s.sql["unfinished"], s.args(RecordID{}, map[string]any{"limit": limit})).Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	recs := make([]Record, len(rows))
@@ -525,7 +525,7 @@ func (s *gormRecordStore) Stats(ctx context.Context, db *gorm.DB) (RecordStats, 
 		OldestSeconds *float64 `gorm:"column:oldest_seconds"`
 		Unknown       int64    `gorm:"column:unknown"`
 	}
-	if err := db.WithContext(ctx).Raw(s.sql["stats"], s.args(RecordID{}, nil)).Scan(&row).Error; err != nil {
+	if err := db.WithContext(ctx).Raw(s.sql["stats"], s.args(RecordID{}, nil)).Find(&row).Error; err != nil {
 		return RecordStats{}, err
 	}
 	stats := RecordStats{Unknown: row.Unknown}

@@ -146,7 +146,7 @@ func Write(ctx context.Context, tx *gorm.DB, events ...Event) ([]Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Raw(nextSeqSQL, ev.Tenant, ev.AggregateType, ev.AggregateID).Scan(&ev.Seq).Error; err != nil {
+		if err := tx.Raw(nextSeqSQL, ev.Tenant, ev.AggregateType, ev.AggregateID).Find(&ev.Seq).Error; err != nil {
 			return nil, fmt.Errorf("outbox: sequence of %s %s: %w", ev.AggregateType, ev.AggregateID, err)
 		}
 		row := eventRow{ID: ev.ID.String(), TenantID: ev.Tenant, Type: ev.Type, AggregateType: ev.AggregateType,

@@ -146,7 +146,7 @@ type gormRelayStore struct{ db *store.DB }
 
 func (s *gormRelayStore) claim(q *gorm.DB, sql string, now time.Time, limit int) ([]claimedEvent, error) {
 	var rows []eventRow
-	if err := q.Raw(sql, map[string]any{"now": now.UTC(), "limit": limit}).Scan(&rows).Error; err != nil {
+	if err := q.Raw(sql, map[string]any{"now": now.UTC(), "limit": limit}).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
 	batch := make([]claimedEvent, 0, len(rows))

@@ -20,6 +20,6 @@ func (o *Orders) Describe(prefix string, legacy *framework.LegacyConfig) []frame
 	submit.Method, submit.Tags = http.MethodPost, []string{"orders"}
 	submit.Description = "Moves the order from draft to submitted; it can no longer be replaced (409 resource_locked). Submitting again changes nothing."
 	submit.Responses[0].Headers = []string{"ETag"}
-	submit.Problems = append(submit.Problems, framework.CodeInvalidResourceID, framework.CodeRequestInProgress)
+	submit.Problems = append(submit.Problems, framework.CodeRequestInProgress)
 	return append(routes, submit)
 }
