@@ -7,7 +7,7 @@
 //
 //	go run ./examples/credits
 //	curl -i -X POST localhost:8081/v1/credits -H 'Authorization: Bearer sk_test_acme' \
-//	  -H 'Idempotency-Key: credit-1' -d '{"account":"alice","amount":500}'
+//	  -H 'Idempotency-Key: credit-1' -H 'Content-Type: application/json' -d '{"account":"alice","amount":500}'
 package main
 
 import (
@@ -23,11 +23,15 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/glebarez/sqlite"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
@@ -92,6 +96,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 
 // service is the wired application: database, engine, POST fallback and
 // router.
+// openGorm opens the application's own *gorm.DB, as a service already has
+// one: "sqlite:PATH" (pure-Go SQLite in WAL mode, which the framework
+// requires) or a postgres:// URL. The framework is handed it with
+// store.New and sets what it needs per transaction.
+func openGorm(dsn string) (*gorm.DB, error) {
+	cfg := &gorm.Config{Logger: store.NewGormLogger(slog.Default(), store.GormLoggerConfig{})}
+	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+		return gorm.Open(sqlite.Open("file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"), cfg)
+	}
+	return gorm.Open(postgres.Open(dsn), cfg)
+}
+
 type service struct {
 	Handler http.Handler
 	db      *store.DB
@@ -100,8 +116,15 @@ type service struct {
 
 // newService opens dsn, applies the migrations and builds the router.
 func newService(ctx context.Context, dsn string, tokens map[string]string, logger *slog.Logger) (*service, error) {
-	db, err := store.Open(ctx, dsn, store.Config{Logger: logger})
+	gdb, err := openGorm(dsn)
 	if err != nil {
+		return nil, err
+	}
+	db, err := store.New(ctx, gdb, store.Config{})
+	if err != nil {
+		if sqlDB, derr := gdb.DB(); derr == nil {
+			_ = sqlDB.Close()
+		}
 		return nil, err
 	}
 	svc, err := build(ctx, db, tokens, logger)

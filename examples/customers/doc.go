@@ -8,5 +8,6 @@
 // Then:
 //
 //	curl -X PUT localhost:8080/v1/customers/6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f \
-//	  -H 'Authorization: Bearer sk_test_acme' -d '{"name":"Ada","email":"ada@example.com"}'
+//	  -H 'Authorization: Bearer sk_test_acme' -H 'Content-Type: application/json' \
+//	  -d '{"name":"Ada","email":"ada@example.com"}'
 package main

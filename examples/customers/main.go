@@ -9,9 +9,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
@@ -43,7 +47,11 @@ func main() {
 }
 
 func run(ctx context.Context, dsn, addr string, logger *slog.Logger) error {
-	db, err := store.Open(ctx, dsn, store.Config{Logger: logger})
+	gdb, err := openGorm(dsn)
+	if err != nil {
+		return err
+	}
+	db, err := store.New(ctx, gdb, store.Config{})
 	if err != nil {
 		return err
 	}
@@ -64,6 +72,18 @@ func run(ctx context.Context, dsn, addr string, logger *slog.Logger) error {
 		return err
 	}
 	return nil
+}
+
+// openGorm opens the application's own *gorm.DB, as a service already has
+// one: "sqlite:PATH" (pure-Go SQLite in WAL mode, which the framework
+// requires) or a postgres:// URL. The framework is handed it with
+// store.New and sets what it needs per transaction.
+func openGorm(dsn string) (*gorm.DB, error) {
+	cfg := &gorm.Config{Logger: store.NewGormLogger(slog.Default(), store.GormLoggerConfig{})}
+	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+		return gorm.Open(sqlite.Open("file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"), cfg)
+	}
+	return gorm.Open(postgres.Open(dsn), cfg)
 }
 
 // newHandler applies the framework's tables and the customers table, and
