@@ -147,7 +147,7 @@ func (p *Provider) Charge(ctx context.Context, req payments.ChargeRequest) (paym
 	}
 	p.logger.LogAttrs(ctx, slog.LevelInfo, "sandbox charge",
 		slog.String("tenant", req.Tenant), slog.String("charge", cur.ID), slog.Bool("created", created),
-		slog.String("status", cur.Status), slog.Int64("amount", cur.Amount))
+		slog.String("status", cur.Status))
 	if !cur.Answered {
 		lost, err := p.takeAnswer(ctx, &cur)
 		if err != nil {
