@@ -148,7 +148,7 @@ func TestChargeTimeoutAfterChargeLosesOnlyFirstAnswer(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		p, db := setup(t, dsn)
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_, err := p.Charge(ctx, request("dk_to", payments.MethodCardTimeoutAfterCharge))
 		if !errors.Is(err, payments.ErrProviderTimeout) {
@@ -186,7 +186,7 @@ func TestChargeTimeoutAfterChargeConcurrentLosesOneAnswer(t *testing.T) {
 		)
 		for range callers {
 			wg.Go(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				defer cancel()
 				ch, err := p.Charge(ctx, request("dk_to_race", payments.MethodCardTimeoutAfterCharge))
 				mu.Lock()
