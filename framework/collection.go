@@ -349,7 +349,8 @@ func (c *Collection[Cmd, Model]) putTx(ctx context.Context, tx *gorm.DB, p *put[
 		case actInsert: // an expired tombstone was purged meanwhile
 			locked = false
 		case actPurge:
-			if _, err := c.rows.PurgeTombstone(ctx, tx, PurgeParams{Key: p.key, Children: c.childTables()}); err != nil {
+			if _, err := c.rows.PurgeTombstone(ctx, tx, PurgeParams{Key: p.key, Children: c.childTables(),
+				DeletedBefore: p.state.Now.Add(-c.engine.retention.TombstoneRetention)}); err != nil {
 				return Result{}, err
 			}
 			purged, locked = true, false

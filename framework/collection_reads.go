@@ -107,6 +107,11 @@ func (c *Collection[Cmd, Model]) List(ctx context.Context, req ListRequest) (Pag
 	p := ListRowsParams{Table: c.res.Table, Tenant: req.Tenant, Limit: req.Limit + 1, Preload: c.preloads()}
 	for _, col := range c.res.Filters {
 		if v, ok := req.Filters[col]; ok {
+			if !storable(v) {
+				// No row can hold it; PostgreSQL would refuse the query.
+				return Page{}, &Error{Code: CodeValidationFailed, Detail: "a filter value is not valid text",
+					Fields: []FieldError{{Field: col, Reason: "must be valid UTF-8 without NUL characters"}}}
+			}
 			p.Filters = append(p.Filters, ColumnFilter{Column: col, Value: v})
 		}
 	}

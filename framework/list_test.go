@@ -152,3 +152,27 @@ func TestListNewestFirstUnderConcurrentInserts(t *testing.T) {
 		}
 	})
 }
+
+// TestListRefusesUnstorableFilterValues: a filter value the database cannot
+// store (NUL, invalid UTF-8) is 400 validation_failed on that filter, with
+// or without the StorableText middleware in front (this router has none),
+// never a 500 from PostgreSQL's 22021.
+func TestListRefusesUnstorableFilterValues(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		h := setup(t, dsn)
+		for _, v := range []string{"cus_%00a", "%FF", "%C3%28"} {
+			r := h.do("GET", "/v1/invoices?customer="+v, "tok1", nil)
+			wantStatus(t, r, http.StatusBadRequest)
+			var p struct {
+				Code   string `json:"code"`
+				Errors []struct {
+					Field string `json:"field"`
+				} `json:"errors"`
+			}
+			if err := json.Unmarshal(r.Body, &p); err != nil || p.Code != "validation_failed" || len(p.Errors) != 1 || p.Errors[0].Field != "customer" {
+				t.Fatalf("customer=%s → %s", v, r.Body)
+			}
+		}
+	})
+}

@@ -45,7 +45,8 @@ type RowStore interface {
 	// that is positive). It reports whether a row was tombstoned.
 	Tombstone(ctx context.Context, db *gorm.DB, p TombstoneParams) (bool, error)
 	// PurgeTombstone deletes the row of p.Key and its child rows, only when
-	// the row is a tombstone. It reports whether a row was deleted.
+	// the row is a tombstone deleted at or before p.DeletedBefore. It
+	// reports whether a row was deleted.
 	PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgeParams) (bool, error)
 	// InsertChildren inserts the child rows in p.Rows (a pointer to a
 	// slice) into p.Table.
@@ -128,6 +129,11 @@ type TombstoneParams struct {
 // PurgeParams are the arguments of [RowStore.PurgeTombstone].
 type PurgeParams struct {
 	Key RowKey
+	// DeletedBefore is the retention cutoff: only a tombstone deleted at or
+	// before it is purged, so that a purge decided on a read cannot delete a
+	// newer tombstone written meanwhile (the ID would come back within its
+	// retention).
+	DeletedBefore time.Time
 	// Children are the child tables whose rows go with the tombstone.
 	Children []ChildTable
 }
@@ -292,12 +298,13 @@ func (s gormRowStore) PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgePa
 	// those of a tombstone.
 	for _, c := range p.Children {
 		if err := db.Exec("DELETE FROM "+quote(db, c.Table)+" WHERE tenant_id = ? AND "+quote(db, c.ParentColumn)+" = ?"+
-			" AND EXISTS (SELECT 1 FROM "+table+" WHERE tenant_id = ? AND id = ? AND deleted_at IS NOT NULL)",
-			p.Key.Tenant, p.Key.ID, p.Key.Tenant, p.Key.ID).Error; err != nil {
+			" AND EXISTS (SELECT 1 FROM "+table+" WHERE tenant_id = ? AND id = ? AND deleted_at IS NOT NULL AND deleted_at <= ?)",
+			p.Key.Tenant, p.Key.ID, p.Key.Tenant, p.Key.ID, p.DeletedBefore).Error; err != nil {
 			return false, err
 		}
 	}
-	res := db.Exec("DELETE FROM "+table+" WHERE tenant_id = ? AND id = ? AND deleted_at IS NOT NULL", p.Key.Tenant, p.Key.ID)
+	res := db.Exec("DELETE FROM "+table+" WHERE tenant_id = ? AND id = ? AND deleted_at IS NOT NULL AND deleted_at <= ?",
+		p.Key.Tenant, p.Key.ID, p.DeletedBefore)
 	return res.RowsAffected == 1, res.Error
 }
 
@@ -372,8 +379,17 @@ func uniqueViolation(err error) error {
 	case errors.As(err, &pgErr) && pgErr.Code == "23505",
 		errors.As(err, &sqlErr) && (sqlErr.Code() == 2067 || sqlErr.Code() == 1555):
 		return errors.Join(ErrUniqueViolation, err)
-	case errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05"):
+	case unstorableText(err):
 		return errors.Join(ErrUnstorableText, err)
 	}
 	return err
+}
+
+// unstorableText reports whether PostgreSQL refused a text value of the
+// statement (22021 character_not_in_repertoire: a NUL; 22P05
+// untranslatable_character). SQLite stores any text, so only PostgreSQL
+// says so.
+func unstorableText(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05")
 }

@@ -252,14 +252,25 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Di
 			t.Fatalf("LiveOnly read of a tombstone = %t, %v", ok, err)
 		}
 		// A live row is never purged, nor are its child rows.
-		if ok, err := rs.PurgeTombstone(ctx, db.Gorm, framework.PurgeParams{Key: key("t1", live), Children: []framework.ChildTable{parts}}); ok || err != nil {
+		if ok, err := rs.PurgeTombstone(ctx, db.Gorm, framework.PurgeParams{Key: key("t1", live), Children: []framework.ChildTable{parts},
+			DeletedBefore: at.Add(time.Hour)}); ok || err != nil {
 			t.Fatalf("PurgeTombstone of a live row = %t, %v", ok, err)
 		}
 		if got := read(t, db, rs, "t1", live, true); len(got.Parts) != 1 {
 			t.Fatalf("purge of a live row touched it: %+v", got)
 		}
+		// A tombstone newer than the cutoff (one written after the purge was
+		// decided) is kept, with its child rows.
+		if ok, err := rs.PurgeTombstone(ctx, db.Gorm, framework.PurgeParams{Key: key("t1", id), Children: []framework.ChildTable{parts},
+			DeletedBefore: at.Add(-time.Millisecond)}); ok || err != nil {
+			t.Fatalf("PurgeTombstone of a tombstone newer than the cutoff = %t, %v", ok, err)
+		}
+		if got := read(t, db, rs, "t1", id, false); got.DeletedAt == nil {
+			t.Fatalf("a tombstone newer than the cutoff was purged")
+		}
 		err := db.Write(ctx, func(tx *gorm.DB) error {
-			ok, err := rs.PurgeTombstone(ctx, tx, framework.PurgeParams{Key: key("t1", id), Children: []framework.ChildTable{parts}})
+			ok, err := rs.PurgeTombstone(ctx, tx, framework.PurgeParams{Key: key("t1", id), Children: []framework.ChildTable{parts},
+				DeletedBefore: at})
 			if err == nil && !ok {
 				err = errors.New("PurgeTombstone of a tombstone purged nothing")
 			}
