@@ -75,8 +75,12 @@ func (sqliteDialect) begin(lockTimeout, _ time.Duration) []string {
 	}
 }
 
+// commit runs COMMIT without the caller's cancellation: the pure-Go driver
+// skips a statement whose context ends as it starts and reports success,
+// which would leave the transaction open on a pooled connection (write
+// applied 0 times, answered once). The busy timeout still bounds it.
 func (sqliteDialect) commit(ctx context.Context, conn *sql.Conn) error {
-	_, err := conn.ExecContext(ctx, "COMMIT")
+	_, err := conn.ExecContext(context.WithoutCancel(ctx), "COMMIT")
 	return err
 }
 

@@ -62,6 +62,13 @@ func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error)
 			return err
 		}
 	}
+	// A context that ended while a statement was being sent may have made
+	// the driver skip it and report success (the pure-Go SQLite driver
+	// does): from here on, an ended context means nothing commits.
+	if err := ctx.Err(); err != nil {
+		db.abort(ctx, conn)
+		return err
+	}
 	tx := db.Gorm.Session(&gorm.Session{NewDB: true, Context: ctx, SkipDefaultTransaction: true})
 	tx.Statement.ConnPool = &pinnedTx{conn}
 	panicked := true
@@ -74,6 +81,9 @@ func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error)
 	panicked = false
 	if err == nil {
 		err = tx.Error
+	}
+	if err == nil {
+		err = ctx.Err()
 	}
 	if err != nil {
 		db.abort(ctx, conn)
