@@ -485,10 +485,12 @@ func (c *Collection[Cmd, Model]) reply(ctx context.Context, db *gorm.DB, p *put[
 			if err != nil {
 				return Result{}, err
 			}
-			if !found {
+			// The row may have changed since the decision (deleted,
+			// replaced, purged and created again): decide again on what was
+			// read, and let the client retry when the answer would differ.
+			if !found || c.decide(p, true, cur, false, false) != d {
 				return Result{}, Errorf(CodeRequestInProgress, "the resource changed concurrently; retry")
 			}
-			any(cur).(Row).SystemColumns().normalize()
 		}
 	default:
 		if len(c.children) > 0 {

@@ -93,7 +93,10 @@ func decidePut(s putState) putDecision {
 		return refuse(Errorf(CodePreconditionFailed, "If-Match does not match the current ETag %s", r.ETag()))
 	case r.Fingerprint == s.Fingerprint:
 		switch {
-		case r.Version == 1 && s.Retention.InReplayWindow(r.CreatedAt, s.Now):
+		// The body is still the creating one (a status change bumps the
+		// version, not the body): a retry of the create within the window
+		// is its replay, 201.
+		case r.Fingerprint == r.CreateFingerprint && s.Retention.InReplayWindow(r.CreatedAt, s.Now):
 			return putDecision{Action: actReply, Status: http.StatusCreated, Replayed: true, Outcome: OutcomeReplayed}
 		case s.Retention.InReplayWindow(r.UpdatedAt, s.Now):
 			return putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: OutcomeReplayed}

@@ -25,6 +25,8 @@ func TestDecidePut(t *testing.T) {
 	replaced := row(2, fpA, fpB, 2*time.Hour, time.Minute)
 	old := row(1, fpA, fpA, 48*time.Hour, 48*time.Hour)
 	oldReplaced := row(3, fpA, fpB, 72*time.Hour, 48*time.Hour)
+	freshTag := fresh.ETag()         // what a client holds after the create
+	reborn := row(1, fpA, fpA, 0, 0) // the same body created again after a delete and the purge
 
 	type want struct {
 		action   putAction
@@ -42,6 +44,9 @@ func TestDecidePut(t *testing.T) {
 		{"new ID with If-Match: 412", putState{Fingerprint: fpA, IfMatch: `"1-aaaaaaaa"`}, want{action: actRefuse, code: CodePreconditionFailed}},
 		{"same body within the window: 201 replay", putState{Fingerprint: fpA, Exists: true, Row: fresh},
 			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: OutcomeReplayed}},
+		{"same body after a status change, within the window: 201 replay", putState{Fingerprint: fpA, Exists: true,
+			Row: row(2, fpA, fpA, time.Minute, time.Second)},
+			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: OutcomeReplayed}},
 		{"same body after the window: 200 converged", putState{Fingerprint: fpA, Exists: true, Row: old},
 			want{action: actReply, status: http.StatusOK, outcome: OutcomeConverged}},
 		{"replacing body again within the window: 200 replay", putState{Fingerprint: fpB, Exists: true, Row: replaced},
@@ -51,15 +56,18 @@ func TestDecidePut(t *testing.T) {
 		{"different body, unlocked read: take the lock", putState{Fingerprint: fpB, Exists: true, Row: fresh}, want{action: actLock}},
 		{"different body under the lock: replace", putState{Fingerprint: fpB, Exists: true, Row: fresh, Locked: true},
 			want{action: actReplace, status: http.StatusOK, outcome: OutcomeExecuted}},
-		{"different body, current If-Match, locked: replace", putState{Fingerprint: fpB, IfMatch: `"0-x", "1-aaaaaaaa"`, Exists: true, Row: fresh, Locked: true},
+		{"different body, current If-Match, locked: replace", putState{Fingerprint: fpB, IfMatch: `"0-x", ` + freshTag, Exists: true, Row: fresh, Locked: true},
 			want{action: actReplace, status: http.StatusOK, outcome: OutcomeExecuted}},
 		{"If-Match: * on an existing row, locked: replace", putState{Fingerprint: fpB, IfMatch: "*", Exists: true, Row: fresh, Locked: true},
 			want{action: actReplace, status: http.StatusOK, outcome: OutcomeExecuted}},
-		{"different body, stale If-Match: 412", putState{Fingerprint: fpB, IfMatch: `"1-aaaaaaaa"`, Exists: true, Row: replaced},
+		{"different body, stale If-Match: 412", putState{Fingerprint: fpB, IfMatch: freshTag, Exists: true, Row: replaced},
 			want{action: actRefuse, code: CodePreconditionFailed}},
-		{"weak If-Match never matches: 412", putState{Fingerprint: fpB, IfMatch: `W/"1-aaaaaaaa"`, Exists: true, Row: fresh},
+		{"weak If-Match never matches: 412", putState{Fingerprint: fpB, IfMatch: "W/" + freshTag, Exists: true, Row: fresh},
 			want{action: actRefuse, code: CodePreconditionFailed}},
-		{"same body, stale If-Match: 412", putState{Fingerprint: fpB, IfMatch: `"1-aaaaaaaa"`, Exists: true, Row: replaced},
+		{"same body, stale If-Match: 412", putState{Fingerprint: fpB, IfMatch: freshTag, Exists: true, Row: replaced},
+			want{action: actRefuse, code: CodePreconditionFailed}},
+		{"the deleted incarnation's ETag on a re-created ID (same body, same version): 412", putState{Fingerprint: fpB,
+			IfMatch: freshTag, Exists: true, Row: reborn},
 			want{action: actRefuse, code: CodePreconditionFailed}},
 		{"If-None-Match: * with the creating body: 201 replay", putState{Fingerprint: fpA, IfNoneMatchStar: true, Exists: true, Row: old},
 			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: OutcomeReplayed}},

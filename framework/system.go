@@ -54,14 +54,15 @@ func (s *System) SystemColumns() *System { return s }
 type Row interface{ SystemColumns() *System }
 
 // ETag is the resource's strong entity tag: it changes with every write
-// (version) and differs between two incarnations of one ID (a prefix of the
-// fingerprint).
+// (version and a prefix of the fingerprint) and differs between two
+// incarnations of one ID (the creation time, in microseconds), even when
+// a re-created resource has the body of the deleted one.
 func (s *System) ETag() string {
 	fp := s.Fingerprint
 	if i := strings.IndexByte(fp, ':'); i >= 0 && len(fp) >= i+9 {
 		fp = fp[i+1 : i+9]
 	}
-	return `"` + strconv.FormatInt(s.Version, 10) + "-" + fp + `"`
+	return `"` + strconv.FormatInt(s.Version, 10) + "-" + fp + "-" + strconv.FormatInt(s.CreatedAt.UnixMicro(), 36) + `"`
 }
 
 // normalize puts the timestamps read back from a driver into UTC, so that a

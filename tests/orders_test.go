@@ -232,11 +232,13 @@ func TestOrderLockedOnceSubmitted(t *testing.T) {
 		if row.Status != "submitted" || row.Version != 2 {
 			t.Fatalf("locked order changed: %+v", row)
 		}
-		// The creating body still converges on the submitted order.
+		// A retry of the create within the replay window is still its
+		// replay (the body was never replaced; submitting changed only the
+		// status), answered with the submitted order.
 		same := e.do("PUT", orderPath(id), tokenAcme, orderBody(2, "10.00"))
-		wantStatus(t, same, http.StatusOK)
-		if same.JSON(t)["status"] != "submitted" {
-			t.Fatalf("converged PUT: %s", same.Body)
+		wantStatus(t, same, http.StatusCreated)
+		if same.JSON(t)["status"] != "submitted" || same.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("replayed PUT: %v %s", same.Header, same.Body)
 		}
 	})
 }
