@@ -76,8 +76,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: svc.Handler, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv, err := framework.NewServer(svc.Handler, framework.ServerConfig{}) // header, body, write and idle timeouts
+	if err != nil {
+		return err
+	}
 	if err := svc.keys.Start(ctx); err != nil {
 		return err
 	}
@@ -170,6 +172,9 @@ func build(ctx context.Context, db *store.DB, tokens map[string]string, logger *
 	}
 	router := gin.New()
 	framework.UseProblemHandlers(router, logger) // problem+json 404, 405 and panics
+	// A deadline on every request (503 when the database does not answer
+	// in time) and 400 for text no database can store, in paths and queries.
+	router.Use(framework.Deadline(0), framework.StorableText())
 	router.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
 	credits.Mount(router.Group("/v1", framework.RequireAuth(auth, logger)))
 	return &service{Handler: router, db: db, keys: keys}, nil

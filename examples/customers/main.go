@@ -60,7 +60,11 @@ func run(ctx context.Context, dsn, addr string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: addr, Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	srv, err := framework.NewServer(handler, framework.ServerConfig{}) // header, body, write and idle timeouts
+	if err != nil {
+		return err
+	}
+	srv.Addr = addr
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -113,6 +117,8 @@ func newHandler(ctx context.Context, db *store.DB, tokens map[string]string, log
 		return nil, err
 	}
 	router := gin.New()
+	framework.UseProblemHandlers(router, logger) // problem+json 404, 405 and panics
+	router.Use(framework.Deadline(0), framework.StorableText())
 	col.Mount(router.Group("/v1", framework.RequireAuth(auth, logger)))
 	return router, nil
 }
