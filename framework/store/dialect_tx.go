@@ -34,11 +34,12 @@ func (postgresDialect) begin(lockTimeout, statementTimeout time.Duration) []stri
 
 // commit sends COMMIT and reports PostgreSQL's answer ROLLBACK (a failed
 // statement whose error fn ignored) as an error, as database/sql's Tx does.
+// Only pgx shows that answer; check refuses other drivers at start-up.
 func (postgresDialect) commit(ctx context.Context, conn *sql.Conn) error {
 	return conn.Raw(func(dc any) error {
 		pc, ok := dc.(interface{ Conn() *pgx.Conn })
 		if !ok {
-			return execDriver(ctx, dc, "COMMIT")
+			return fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx", ErrMisconfigured, dc)
 		}
 		tag, err := pc.Conn().Exec(ctx, "COMMIT")
 		if err == nil && tag.String() == "ROLLBACK" {
@@ -49,6 +50,22 @@ func (postgresDialect) commit(ctx context.Context, conn *sql.Conn) error {
 }
 
 func (postgresDialect) check(ctx context.Context, db *sql.DB) error {
+	// A COMMIT that PostgreSQL answers ROLLBACK must not read as success:
+	// only pgx (what gorm.io/driver/postgres uses) reports that answer.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	err = conn.Raw(func(dc any) error {
+		if _, ok := dc.(interface{ Conn() *pgx.Conn }); !ok {
+			return fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx (use gorm.io/driver/postgres or pgx's stdlib)", ErrMisconfigured, dc)
+		}
+		return nil
+	})
+	_ = conn.Close()
+	if err != nil {
+		return err
+	}
 	var v string
 	if err := db.QueryRowContext(ctx, "SHOW server_version_num").Scan(&v); err != nil {
 		return err

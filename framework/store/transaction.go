@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -141,13 +140,3 @@ func (*pinnedTx) Commit() error { return errOwnedByWrite }
 
 // Rollback fails: Write rolls back when fn returns an error.
 func (*pinnedTx) Rollback() error { return errOwnedByWrite }
-
-// execDriver runs one statement on the driver connection inside conn.Raw.
-func execDriver(ctx context.Context, dc any, stmt string) error {
-	ex, ok := dc.(driver.ExecerContext)
-	if !ok {
-		return fmt.Errorf("store: driver connection %T cannot execute %q", dc, stmt)
-	}
-	_, err := ex.ExecContext(ctx, stmt, nil)
-	return err
-}
