@@ -104,7 +104,9 @@ func TestClassifyRealRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	// Registered first, so it runs after the cleanups below that use it
+	// (a deferred Close ran before them and left the role and database).
+	t.Cleanup(func() { _ = admin.Close() })
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := "rs_refuse_" + hex.EncodeToString(b[:])
