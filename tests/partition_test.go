@@ -1,8 +1,6 @@
 package tests
 
 import (
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -12,101 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
+	"github.com/retrysafe/retrysafe/internal/faultproxy"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
-
-// holdingProxy forwards connections to target; while held it forwards
-// nothing in either direction and opens no new upstream connection, but
-// refuses and closes nothing either: a silent network partition, where
-// packets are dropped rather than refused. Released, it delivers what it
-// held and goes on.
-type holdingProxy struct {
-	target string
-	addr   string
-	mu     sync.Mutex
-	open   chan struct{} // closed while traffic flows
-}
-
-func startHoldingProxy(t *testing.T, target string) *holdingProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &holdingProxy{target: target, addr: ln.Addr().String(), open: make(chan struct{})}
-	close(p.open)
-	var conns sync.WaitGroup
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			go func() {
-				defer conns.Done()
-				defer client.Close()
-				<-p.gate()
-				server, err := net.Dial("tcp", p.target)
-				if err != nil {
-					return
-				}
-				defer server.Close()
-				done := make(chan struct{}, 2)
-				go func() { p.pump(server, client); done <- struct{}{} }()
-				go func() { p.pump(client, server); done <- struct{}{} }()
-				<-done
-			}()
-		}
-	}()
-	return p
-}
-
-// pump copies src to dst, holding each chunk while the proxy is held.
-func (p *holdingProxy) pump(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			<-p.gate()
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			if err != io.EOF {
-				return
-			}
-			if tcp, ok := dst.(*net.TCPConn); ok {
-				_ = tcp.CloseWrite()
-			}
-			return
-		}
-	}
-}
-
-func (p *holdingProxy) gate() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.open
-}
-
-func (p *holdingProxy) hold() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.open = make(chan struct{})
-}
-
-func (p *holdingProxy) release() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.open:
-	default:
-		close(p.open)
-	}
-}
 
 // TestSilentPartitionIs503WithinTheDeadline puts a silent partition between
 // the API and PostgreSQL: requests of both patterns and the readiness check
@@ -120,15 +26,21 @@ func TestSilentPartitionIs503WithinTheDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := startHoldingProxy(t, u.Host)
-	u.Host = proxy.addr
+	// A silent partition: held, the proxy forwards nothing and opens no
+	// upstream connection, but refuses and closes nothing either.
+	proxy, err := faultproxy.Start(u.Host, faultproxy.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	u.Host = proxy.Addr()
 	const deadline = 2 * time.Second
 	e := newEnv(t, u.String(), func(c *app.Config) { c.RequestDeadline = deadline })
 	wantStatus(t, e.do("GET", "/readyz", "", nil), http.StatusOK)
 	kept := uuid.New()
 	wantStatus(t, e.do("PUT", orderPath(kept), tokenAcme, orderBody(1, "1.00")), http.StatusCreated)
 
-	proxy.hold()
+	proxy.Hold()
 	lost := uuid.New()
 	requests := []struct {
 		method, path string
@@ -168,7 +80,7 @@ func TestSilentPartitionIs503WithinTheDeadline(t *testing.T) {
 	}
 	wantStatus(t, e.do("GET", "/healthz", "", nil), http.StatusOK)
 
-	proxy.release()
+	proxy.Release()
 	// Connections abandoned at the deadline were closed; new ones work.
 	var ready response
 	for range 50 {

@@ -1,13 +1,9 @@
 package tests
 
 import (
-	"bufio"
 	"database/sql"
 	"fmt"
-	"io"
 	"net/http"
-	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -15,61 +11,9 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" to watch the records
 
+	"github.com/retrysafe/retrysafe/internal/demoproc"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
-
-// demoProcess is a demo binary started by a test, with its stdout lines.
-type demoProcess struct {
-	cmd   *exec.Cmd
-	url   string
-	lines chan string
-}
-
-// startDemoArgs starts the demo binary on dsn with extra flags and
-// returns once it listens. Every later stdout line is sent
-// on lines (dropped when nobody reads).
-func startDemoArgs(t *testing.T, bin, dsn string, args ...string) *demoProcess {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-db", dsn}, args...)...)
-	cmd.Env = append(cmd.Environ(), "DATABASE_URL=", "DEMO_API_TOKENS=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start demo: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	p := &demoProcess{cmd: cmd, lines: make(chan string, 1024)}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if addr, ok := strings.CutPrefix(sc.Text(), listeningPrefix); ok {
-				ready <- strings.TrimSpace(addr)
-				continue
-			}
-			select {
-			case p.lines <- sc.Text():
-			default:
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case p.url = <-ready:
-		return p
-	case <-time.After(30 * time.Second):
-		t.Fatalf("demo did not report its address within 30s; stderr:\n%s", stderr.String())
-		return nil
-	}
-}
 
 // TestStallPastLeaseChargesOnce is the double charge of a stalled attempt
 // (fault suite: stall past the lease). Two demo processes share one
@@ -91,8 +35,8 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 	bin := buildDemo(t)
 	const n = 8
 	short := []string{"-lease=2s", "-recovery-interval=200ms"}
-	a := startDemoArgs(t, bin, dsn, append(short, "-pause-at=after_claim=1s")...)
-	b := startDemoArgs(t, bin, dsn, append(short, "-pause-at=after_phase:payment_created=1s")...)
+	a := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: append(short, "-pause-at=after_claim=1s")})
+	b := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: append(short, "-pause-at=after_phase:payment_created=1s")})
 
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -107,11 +51,11 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 		}
 		return c
 	}
-	waitHolds := func(p *demoProcess, name string) {
+	waitHolds := func(p *demoproc.Process, name string) {
 		t.Helper()
 		for range n {
 			select {
-			case <-p.lines:
+			case <-p.Lines():
 			case <-time.After(30 * time.Second):
 				t.Fatalf("process %s did not reach the hold after its claims", name)
 			}
@@ -137,9 +81,9 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 		return out, &wg
 	}
 
-	stalled, stalledDone := sendAll(a.url)
+	stalled, stalledDone := sendAll(a.URL())
 	waitHolds(a, "A")
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := a.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	if c := count("SELECT count(*) FROM idempotency_records WHERE state = 'in_progress'"); c != n {
@@ -155,9 +99,9 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 	}
 	// The client retries on B: each key is claimed again; while B holds
 	// those attempts, A wakes up.
-	retried, retriedDone := sendAll(b.url)
+	retried, retriedDone := sendAll(b.URL())
 	waitHolds(b, "B")
-	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := a.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	stalledDone.Wait()
@@ -176,7 +120,7 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 		if r := stalled[i]; r.Status != http.StatusConflict || r.Code(t) != "request_in_progress" {
 			wantReplay(t, r, retried[i])
 		}
-		again, err := post(client, a.url, tokenAcme, key(i), body(i))
+		again, err := post(client, a.URL(), tokenAcme, key(i), body(i))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,6 +56,7 @@ type Process struct {
 	exited chan struct{}
 	log    bytes.Buffer // stderr of every run
 	url    string
+	lines  chan string
 }
 
 // Start runs the demo and returns once it listens; it is killed and reaped
@@ -65,7 +66,7 @@ func Start(tb testing.TB, cfg Config) *Process {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
-	p := &Process{tb: tb, cfg: cfg}
+	p := &Process{tb: tb, cfg: cfg, lines: make(chan string, 1024)}
 	tb.Cleanup(p.Kill)
 	p.start()
 	return p
@@ -77,6 +78,11 @@ func (p *Process) URL() string {
 	defer p.mu.Unlock()
 	return p.url
 }
+
+// Lines delivers the stdout lines every run prints after it listens (the
+// -pause-at hold lines, for instance); lines nobody reads in time are
+// dropped.
+func (p *Process) Lines() <-chan string { return p.lines }
 
 // Log returns what every run of the process wrote to stderr.
 func (p *Process) Log() string {
@@ -128,6 +134,12 @@ func (p *Process) startOnce() error {
 			if addr, ok := strings.CutPrefix(sc.Text(), ListeningPrefix); ok {
 				ready <- strings.TrimSpace(addr)
 				break
+			}
+		}
+		for sc.Scan() {
+			select {
+			case p.lines <- sc.Text():
+			default:
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
