@@ -303,7 +303,12 @@ func (c *Collection[Cmd, Model]) Put(ctx context.Context, req PutRequest[Cmd]) (
 		res, err = c.putTx(ctx, tx, &p, d.Action == actLock)
 		return err
 	})
-	return res, err
+	if err != nil {
+		// The child rows' insert is pipelined with the commit: its unique
+		// violation arrives here.
+		return Result{}, uniqueProblem(err)
+	}
+	return res, nil
 }
 
 // PutTx is [Collection.Put] inside the caller's transaction tx, so that the

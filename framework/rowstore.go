@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 
 	"github.com/retrysafe/retrysafe/framework/store"
 )
@@ -49,7 +50,9 @@ type RowStore interface {
 	// reports whether a row was deleted.
 	PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgeParams) (bool, error)
 	// InsertChildren inserts the child rows in p.Rows (a pointer to a
-	// slice) into p.Table.
+	// slice) into p.Table. It may defer the statement to the transaction's
+	// next round trip ([store.Later]); its error, wrapped as Insert's, is
+	// then returned by that statement or by [store.DB.Write].
 	InsertChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error
 	// DeleteChildren deletes the child rows of one resource.
 	DeleteChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error
@@ -206,6 +209,14 @@ func (s gormRowStore) Insert(ctx context.Context, db *gorm.DB, p InsertRowParams
 }
 
 func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (bool, error) {
+	if !p.ForUpdate && len(p.Preload) > 0 {
+		// On PostgreSQL the row and its child rows in one round trip and one
+		// snapshot; elsewhere (SQLite, or inside a transaction) as below.
+		found, err := s.readSnapshot(ctx, db, p)
+		if !errors.Is(err, store.ErrNoSnapshot) {
+			return found, err
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		q := db.WithContext(ctx).Table(p.Key.Table)
 		if p.ForUpdate {
@@ -236,6 +247,67 @@ func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (b
 			return err == nil, err
 		}
 	}
+}
+
+// readSnapshot reads the row of p.Key and its child rows with
+// [store.ReadSnapshot]: one round trip, one snapshot, so the child rows are
+// those of the version read without a re-check. It returns
+// [store.ErrNoSnapshot] where that cannot be done.
+func (s gormRowStore) readSnapshot(ctx context.Context, db *gorm.DB, p ReadRowParams) (bool, error) {
+	if !store.CanReadSnapshot(db) {
+		return false, store.ErrNoSnapshot
+	}
+	parsed := &gorm.Statement{DB: db}
+	if err := parsed.Parse(p.Dest); err != nil {
+		return false, err
+	}
+	row := reflect.ValueOf(p.Dest).Elem()
+	queries := []func(*gorm.DB) *gorm.DB{func(q *gorm.DB) *gorm.DB {
+		q = q.Table(p.Key.Table).Where("tenant_id = ? AND id = ?", p.Key.Tenant, p.Key.ID)
+		if p.LiveOnly {
+			q = q.Where("deleted_at IS NULL")
+		}
+		return q.Take(p.Dest)
+	}}
+	for _, pl := range p.Preload {
+		rel, ok := parsed.Schema.Relationships.Relations[pl.Field]
+		if !ok || rel.Type != schema.HasMany {
+			return false, store.ErrNoSnapshot
+		}
+		var conds []any
+		where := ""
+		for _, ref := range rel.References {
+			var v any
+			switch {
+			case ref.PrimaryKey == nil:
+				v = ref.PrimaryValue
+			case ref.PrimaryKey.DBName == "tenant_id":
+				v = p.Key.Tenant
+			case ref.PrimaryKey.DBName == "id":
+				v = p.Key.ID
+			default:
+				return false, store.ErrNoSnapshot
+			}
+			if where != "" {
+				where += " AND "
+			}
+			where += quote(db, ref.ForeignKey.DBName) + " = ?"
+			conds = append(conds, v)
+		}
+		children := rel.Field.ReflectValueOf(ctx, row).Addr().Interface()
+		table, order := rel.FieldSchema.Table, pl.OrderBy
+		queries = append(queries, func(q *gorm.DB) *gorm.DB {
+			return q.Table(table).Where(where, conds...).Order(order).Find(children)
+		})
+	}
+	res, err := store.ReadSnapshot(ctx, db.WithContext(ctx), queries...)
+	if err != nil {
+		return false, err
+	}
+	if errors.Is(res[0].Error, gorm.ErrRecordNotFound) {
+		return false, nil
+	}
+	return true, nil
 }
 
 // versionsUnchanged reports whether the rows of tenant named in versions
@@ -308,11 +380,13 @@ func (s gormRowStore) PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgePa
 	return res.RowsAffected == 1, res.Error
 }
 
+// InsertChildren is pipelined on PostgreSQL ([store.Later]): nothing reads
+// the insert's answer, so it travels with the transaction's next statement
+// or its COMMIT, and a violation is reported there, wrapped the same way.
 func (s gormRowStore) InsertChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error {
-	if err := db.WithContext(ctx).Table(p.Table).Omit(clause.Associations).Create(p.Rows).Error; err != nil {
-		return uniqueViolation(err)
-	}
-	return nil
+	return store.Later(db.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
+		return db.Table(p.Table).Omit(clause.Associations).Create(p.Rows)
+	}, uniqueViolation)
 }
 
 func (s gormRowStore) DeleteChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error {

@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/propagation"
 	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // Event is one fact to tell the world about, written to the outbox in the
@@ -114,6 +116,20 @@ RETURNING seq`
 // its sequence number within its aggregate and the trace context of ctx, and
 // returns the events as written.
 func Write(ctx context.Context, tx *gorm.DB, events ...Event) ([]Event, error) {
+	return write(ctx, tx, false, events)
+}
+
+// Append is [Write] for a caller that does not need the events back (their
+// sequence numbers): on PostgreSQL, in a transaction of [store.DB.Write],
+// each event's insert is pipelined with the transaction's next statement or
+// its COMMIT ([store.Later]) instead of costing a round trip of its own,
+// and its error is reported there.
+func Append(ctx context.Context, tx *gorm.DB, events ...Event) error {
+	_, err := write(ctx, tx, true, events)
+	return err
+}
+
+func write(ctx context.Context, tx *gorm.DB, later bool, events []Event) ([]Event, error) {
 	if tx == nil {
 		return nil, errors.New("outbox: Write needs the caller's transaction")
 	}
@@ -155,11 +171,20 @@ func Write(ctx context.Context, tx *gorm.DB, events ...Event) ([]Event, error) {
 			return nil, err
 		}
 		if tx.Dialector.Name() == "postgres" {
-			// One round trip: the counter's upsert feeds the insert.
-			if err := tx.Raw(writeEventPostgres, ev.Tenant, ev.AggregateType, ev.AggregateID,
+			// One statement: the counter's upsert feeds the insert.
+			args := []any{ev.Tenant, ev.AggregateType, ev.AggregateID,
 				ev.ID.String(), ev.Tenant, ev.Type, ev.AggregateType, ev.AggregateID, string(ev.Payload), string(headers),
-				ev.CreatedAt, ev.CreatedAt).Find(&ev.Seq).Error; err != nil {
-				return nil, fmt.Errorf("outbox: write %s: %w", ev.Type, err)
+				ev.CreatedAt, ev.CreatedAt}
+			typ := ev.Type
+			wrap := func(err error) error { return fmt.Errorf("outbox: write %s: %w", typ, err) }
+			var err error
+			if later {
+				err = store.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Exec(writeEventPostgres, args...) }, wrap)
+			} else if err = tx.Raw(writeEventPostgres, args...).Find(&ev.Seq).Error; err != nil {
+				err = wrap(err)
+			}
+			if err != nil {
+				return nil, err
 			}
 			written = append(written, ev)
 			continue

@@ -225,6 +225,94 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Di
 		}
 	})
 
+	t.Run("ChildRowsOfTheVersionRead", func(t *testing.T) {
+		// Replaces rewrite the row and its child rows in one transaction
+		// while readers read both: every read must pair a version with that
+		// version's child rows (version v has v parts labelled "v").
+		t.Parallel()
+		db, rs := setup(t)
+		id := uuid.New()
+		mustInsert(t, db, rs, widget("t1", id, "a", now))
+		insertParts(t, db, rs, id, "1")
+		const versions = 30
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			defer close(done)
+			for v := int64(2); v <= versions; v++ {
+				next := widget("t1", id, "a", now)
+				next.Version = v
+				label := fmt.Sprint(v)
+				rows := make([]Part, v)
+				for i := range rows {
+					rows[i] = Part{TenantID: "t1", WidgetID: id, Position: i, Label: label}
+				}
+				err := db.Write(ctx, func(tx *gorm.DB) error {
+					if ok, err := rs.Update(ctx, tx, framework.UpdateRowParams{Key: key("t1", id), Version: v - 1, Row: next, Columns: columns}); !ok || err != nil {
+						return fmt.Errorf("update to %d = %t, %w", v, ok, err)
+					}
+					if err := rs.DeleteChildren(ctx, tx, framework.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id}); err != nil {
+						return err
+					}
+					return rs.InsertChildren(ctx, tx, framework.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id, Rows: &rows})
+				})
+				if err != nil {
+					t.Errorf("replace: %v", err)
+					return
+				}
+			}
+		})
+		reads := 0
+		for stop := false; !stop; reads++ {
+			select {
+			case <-done:
+				stop = true
+			default:
+			}
+			got := read(t, db, rs, "t1", id, true)
+			if int64(len(got.Parts)) != got.Version {
+				t.Fatalf("version %d read with %d parts", got.Version, len(got.Parts))
+			}
+			for _, part := range got.Parts {
+				if part.Label != fmt.Sprint(got.Version) {
+					t.Fatalf("version %d read with a part of version %s", got.Version, part.Label)
+				}
+			}
+		}
+		wg.Wait()
+		if got := read(t, db, rs, "t1", id, true); got.Version != versions {
+			t.Fatalf("final version %d, want %d (after %d reads)", got.Version, versions, reads)
+		}
+	})
+
+	t.Run("ChildRowErrorStopsTheCommit", func(t *testing.T) {
+		// InsertChildren may send its statement with the commit: a
+		// violation must still reach the caller (from InsertChildren or
+		// from Write), wrapped, and nothing of the transaction commits.
+		t.Parallel()
+		db, rs := setup(t)
+		id := uuid.New()
+		mustInsert(t, db, rs, widget("t1", id, "a", now))
+		other := uuid.New()
+		dup := []Part{{TenantID: "t1", WidgetID: id, Position: 0, Label: "x"}, {TenantID: "t1", WidgetID: id, Position: 0, Label: "y"}}
+		err := db.Write(ctx, func(tx *gorm.DB) error {
+			if _, err := rs.Insert(ctx, tx, framework.InsertRowParams{Table: "widgets", Row: widget("t1", other, "b", now)}); err != nil {
+				return err
+			}
+			return rs.InsertChildren(ctx, tx, framework.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id, Rows: &dup})
+		})
+		if !errors.Is(err, framework.ErrUniqueViolation) {
+			t.Fatalf("Write with duplicate child rows = %v, want ErrUniqueViolation", err)
+		}
+		var w Widget
+		if ok, err := rs.Read(ctx, db.Gorm, framework.ReadRowParams{Key: key("t1", other), Dest: &w}); ok || err != nil {
+			t.Fatalf("the row inserted with failing child rows was committed: %t, %v", ok, err)
+		}
+		if got := read(t, db, rs, "t1", id, true); len(got.Parts) != 0 {
+			t.Fatalf("parts committed: %+v", got.Parts)
+		}
+	})
+
 	t.Run("TombstoneAndPurge", func(t *testing.T) {
 		t.Parallel()
 		db, rs := setup(t)

@@ -33,9 +33,9 @@ type Dialect interface {
 	LockRow(q *gorm.DB) *gorm.DB
 	// classify reports whether err is a lock timeout or an outage.
 	classify(err error) (lockTimeout, unavailable bool)
-	// begin, commit and check are in dialect_tx.go.
+	// begin, pipelined and check are in dialect_tx.go.
 	begin(lockTimeout, statementTimeout time.Duration) []string
-	commit(ctx context.Context, conn *sql.Conn) error
+	pipelined() bool
 	check(ctx context.Context, db *sql.DB) error
 }
 

@@ -22,32 +22,20 @@ const MinPostgresVersion = 120000
 
 // begin starts a transaction with the lock and statement timeouts applied
 // to it alone (and an idle-in-transaction timeout of six statement
-// timeouts, so a stalled process cannot hold its locks forever): one round
-// trip (a simple-protocol statement list), and SET LOCAL ends with the
-// transaction, so a pooled server connection (PgBouncer) keeps nothing.
+// timeouts, so a stalled process cannot hold its locks forever). SET LOCAL
+// ends with the transaction, so a pooled server connection (PgBouncer)
+// keeps nothing. The two statements are not sent on their own: [DB.Write]
+// pipelines them with the transaction's first statement (see pinnedTx).
 func (postgresDialect) begin(lockTimeout, statementTimeout time.Duration) []string {
 	ms := func(d time.Duration) string { return strconv.FormatInt(max(d.Milliseconds(), 1), 10) }
-	return []string{"BEGIN; SET LOCAL lock_timeout = " + ms(lockTimeout) +
-		"; SET LOCAL statement_timeout = " + ms(statementTimeout) +
-		"; SET LOCAL idle_in_transaction_session_timeout = " + ms(6*statementTimeout)}
+	return []string{"BEGIN", "SELECT set_config('lock_timeout', '" + ms(lockTimeout) +
+		"', true), set_config('statement_timeout', '" + ms(statementTimeout) +
+		"', true), set_config('idle_in_transaction_session_timeout', '" + ms(6*statementTimeout) + "', true)"}
 }
 
-// commit sends COMMIT and reports PostgreSQL's answer ROLLBACK (a failed
-// statement whose error fn ignored) as an error, as database/sql's Tx does.
-// Only pgx shows that answer; check refuses other drivers at start-up.
-func (postgresDialect) commit(ctx context.Context, conn *sql.Conn) error {
-	return conn.Raw(func(dc any) error {
-		pc, ok := dc.(interface{ Conn() *pgx.Conn })
-		if !ok {
-			return fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx", ErrMisconfigured, dc)
-		}
-		tag, err := pc.Conn().Exec(ctx, "COMMIT")
-		if err == nil && tag.String() == "ROLLBACK" {
-			return errCommitRolledBack
-		}
-		return err
-	})
-}
+// pipelined: on PostgreSQL (through pgx, which [New] requires) the begin
+// and the writes queued by [Later] travel with the next statement.
+func (postgresDialect) pipelined() bool { return true }
 
 func (postgresDialect) check(ctx context.Context, db *sql.DB) error {
 	// A COMMIT that PostgreSQL answers ROLLBACK must not read as success:
@@ -80,6 +68,9 @@ func (postgresDialect) check(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
+// pipelined: SQLite runs in the process; there is no round trip to save.
+func (sqliteDialect) pipelined() bool { return false }
+
 // begin sets the connection's busy timeout (how long BEGIN IMMEDIATE and
 // the commit wait for another writer: the lock timeout) and takes the
 // write lock up front. The busy timeout stays on the connection; it is
@@ -90,15 +81,6 @@ func (sqliteDialect) begin(lockTimeout, _ time.Duration) []string {
 		"PRAGMA busy_timeout = " + strconv.FormatInt(max(lockTimeout.Milliseconds(), 1), 10),
 		"BEGIN IMMEDIATE",
 	}
-}
-
-// commit runs COMMIT without the caller's cancellation: the pure-Go driver
-// skips a statement whose context ends as it starts and reports success,
-// which would leave the transaction open on a pooled connection (write
-// applied 0 times, answered once). The busy timeout still bounds it.
-func (sqliteDialect) commit(ctx context.Context, conn *sql.Conn) error {
-	_, err := conn.ExecContext(context.WithoutCancel(ctx), "COMMIT")
-	return err
 }
 
 // check requires WAL: in the rollback-journal modes a reader blocks the

@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 )
 
@@ -50,30 +53,38 @@ func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error)
 	if statementTimeout == 0 {
 		statementTimeout = 5 * time.Second
 	}
-	for _, stmt := range db.Dialect.begin(lockTimeout, statementTimeout) {
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			// A failed begin may have left a transaction open (PostgreSQL:
-			// BEGIN ran, SET LOCAL failed) or none (SQLite: BEGIN IMMEDIATE
-			// was busy): roll back whatever there is, and keep the
-			// connection either way (pgx drops one still in a transaction
-			// when it returns to the pool).
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-			return err
+	pt := &pinnedTx{conn: conn, pipelined: db.Dialect.pipelined()}
+	begin := db.Dialect.begin(lockTimeout, statementTimeout)
+	if pt.pipelined {
+		// Sent with the transaction's first statement.
+		for _, stmt := range begin {
+			pt.queue = append(pt.queue, queued{sql: stmt})
+		}
+		pt.beginLen = len(begin)
+	} else {
+		for _, stmt := range begin {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				// A failed begin may have left a transaction open or none
+				// (SQLite: BEGIN IMMEDIATE was busy): roll back whatever
+				// there is, and keep the connection either way.
+				_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+				return err
+			}
 		}
 	}
 	// A context that ended while a statement was being sent may have made
 	// the driver skip it and report success (the pure-Go SQLite driver
 	// does): from here on, an ended context means nothing commits.
 	if err := ctx.Err(); err != nil {
-		db.abort(ctx, conn)
+		pt.abort(ctx)
 		return err
 	}
 	tx := db.Gorm.Session(&gorm.Session{NewDB: true, Context: ctx, SkipDefaultTransaction: true})
-	tx.Statement.ConnPool = &pinnedTx{conn}
+	tx.Statement.ConnPool = pt
 	panicked := true
 	defer func() {
 		if panicked {
-			db.abort(ctx, conn)
+			pt.abort(ctx)
 		}
 	}()
 	err = fn(tx)
@@ -85,23 +96,14 @@ func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error)
 		err = ctx.Err()
 	}
 	if err != nil {
-		db.abort(ctx, conn)
+		pt.abort(ctx)
 		return err
 	}
-	if err := db.Dialect.commit(ctx, conn); err != nil {
-		db.abort(ctx, conn)
+	if err := pt.commit(ctx); err != nil {
+		pt.abort(ctx)
 		return err
 	}
 	return nil
-}
-
-// abort rolls the transaction on conn back. When that fails the
-// connection's state is unknown, so it is closed rather than returned to
-// the pool.
-func (db *DB) abort(ctx context.Context, conn *sql.Conn) {
-	if _, err := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-	}
 }
 
 // pinnedTx is the connection of one [DB.Write] transaction as gorm sees
@@ -110,7 +112,33 @@ func (db *DB) abort(ctx context.Context, conn *sql.Conn) {
 // that gorm never begins a transaction of its own on it. Commit and
 // Rollback belong to Write: called by fn they fail. It is a pointer, as
 // gorm checks committers for nil.
-type pinnedTx struct{ conn *sql.Conn }
+//
+// On PostgreSQL it pipelines: the begin and the writes queued by [Later]
+// wait in queue and go out in one pgx batch (one network write, one round
+// trip) with the next statement, or with the COMMIT. A create that inserts
+// a row, its child rows and an outbox event is then two round trips
+// (BEGIN + row; children + event + COMMIT) instead of five. Statements
+// still run in the order fn issued them: a query sends the queue before it.
+type pinnedTx struct {
+	conn      *sql.Conn
+	pipelined bool
+	// beginLen is how many statements of the queue begin the transaction;
+	// sent is set once anything was sent (BEGIN goes first).
+	beginLen int
+	sent     bool
+	queue    []queued
+	// failed is the first error of a batch: the transaction is aborted on
+	// the server, every later statement fails with it and Write returns it.
+	failed error
+}
+
+// queued is one statement waiting for the next round trip; wrap, when set,
+// is applied to its error.
+type queued struct {
+	sql  string
+	args []any
+	wrap func(error) error
+}
 
 var (
 	_ gorm.ConnPool    = (*pinnedTx)(nil)
@@ -118,20 +146,149 @@ var (
 )
 
 func (p *pinnedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	if err := p.flush(ctx); err != nil {
+		return nil, err
+	}
 	return p.conn.PrepareContext(ctx, query)
 }
 
+// ExecContext sends the queue and the statement in one round trip.
 func (p *pinnedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return p.conn.ExecContext(ctx, query, args...)
+	if p.failed != nil {
+		return nil, p.failed
+	}
+	if len(p.queue) == 0 {
+		return p.conn.ExecContext(ctx, query, args...)
+	}
+	tag, err := p.send(ctx, queued{sql: query, args: args})
+	if err != nil {
+		return nil, err
+	}
+	return rowsAffected(tag.RowsAffected()), nil
 }
 
 func (p *pinnedTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if err := p.flush(ctx); err != nil {
+		return nil, err
+	}
 	return p.conn.QueryContext(ctx, query, args...)
 }
 
+// QueryRowContext cannot carry an error of its own in *sql.Row: after a
+// failed batch the query is not sent (its context is already cancelled),
+// and Write returns the batch's error.
 func (p *pinnedTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if p.flush(ctx) != nil {
+		dead, cancel := context.WithCancel(ctx)
+		cancel()
+		ctx = dead
+	}
 	return p.conn.QueryRowContext(ctx, query, args...)
 }
+
+// flush sends what is queued.
+func (p *pinnedTx) flush(ctx context.Context) error {
+	if p.failed != nil || len(p.queue) == 0 {
+		return p.failed
+	}
+	_, err := p.send(ctx)
+	return err
+}
+
+// send sends the queue and then last as one pgx batch, and returns the
+// command tag of the batch's last statement or the first error (wrapped by
+// its statement's wrap). After an error PostgreSQL skips the rest of the
+// batch and the transaction is aborted; Write rolls it back.
+func (p *pinnedTx) send(ctx context.Context, last ...queued) (pgconn.CommandTag, error) {
+	items := append(p.queue, last...)
+	p.queue, p.sent = nil, true
+	var tag pgconn.CommandTag
+	err := p.conn.Raw(func(dc any) error {
+		pc, ok := dc.(interface{ Conn() *pgx.Conn })
+		if !ok {
+			return fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx", ErrMisconfigured, dc)
+		}
+		b := &pgx.Batch{}
+		for _, it := range items {
+			b.Queue(it.sql, it.args...)
+		}
+		br := pc.Conn().SendBatch(ctx, b)
+		var first error
+		for _, it := range items {
+			t, err := br.Exec()
+			if err != nil {
+				if first == nil {
+					first = err
+					if it.wrap != nil {
+						first = it.wrap(err)
+					}
+				}
+				continue
+			}
+			tag = t
+		}
+		if err := br.Close(); err != nil && first == nil {
+			first = err
+		}
+		return first
+	})
+	if err != nil {
+		p.failed = err
+	}
+	return tag, err
+}
+
+// commit commits: on PostgreSQL the queue and COMMIT in one round trip
+// (nothing at all when fn wrote nothing: BEGIN was never sent), and
+// PostgreSQL's answer ROLLBACK (a failed statement whose error fn ignored)
+// is an error, as database/sql's Tx reports it. SQLite commits without the
+// caller's cancellation: the pure-Go driver skips a statement whose
+// context ends as it starts and reports success, which would leave the
+// transaction open on a pooled connection (write applied 0 times,
+// answered once); the busy timeout still bounds it.
+func (p *pinnedTx) commit(ctx context.Context) error {
+	if !p.pipelined {
+		_, err := p.conn.ExecContext(context.WithoutCancel(ctx), "COMMIT")
+		return err
+	}
+	if p.failed != nil {
+		return p.failed
+	}
+	if p.onlyBegin() {
+		p.queue = nil
+		return nil
+	}
+	tag, err := p.send(ctx, queued{sql: "COMMIT"})
+	if err == nil && tag.String() == "ROLLBACK" {
+		return errCommitRolledBack
+	}
+	return err
+}
+
+// onlyBegin reports whether nothing but the begin was ever queued: the
+// transaction has not started on the server and has nothing to commit.
+func (p *pinnedTx) onlyBegin() bool { return !p.sent && len(p.queue) == p.beginLen }
+
+// abort rolls the transaction back, dropping what is queued. When the
+// ROLLBACK fails the connection's state is unknown, so it is closed rather
+// than returned to the pool.
+func (p *pinnedTx) abort(ctx context.Context) {
+	begun := p.sent
+	p.queue = nil
+	if p.pipelined && !begun {
+		return
+	}
+	if _, err := p.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+		_ = p.conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+}
+
+type rowsAffected int64
+
+func (rowsAffected) LastInsertId() (int64, error) {
+	return 0, errors.New("store: LastInsertId is not supported by PostgreSQL")
+}
+func (n rowsAffected) RowsAffected() (int64, error) { return int64(n), nil }
 
 var errOwnedByWrite = errors.New("store: the transaction of DB.Write is committed or rolled back by Write, from fn's return value")
 
@@ -140,3 +297,47 @@ func (*pinnedTx) Commit() error { return errOwnedByWrite }
 
 // Rollback fails: Write rolls back when fn returns an error.
 func (*pinnedTx) Rollback() error { return errOwnedByWrite }
+
+// Later queues the write that build makes on tx for the next round trip of
+// tx's transaction. When tx belongs to a [DB.Write] transaction on
+// PostgreSQL, the statement is sent together with the transaction's next
+// statement or with its COMMIT, saving a round trip; its error (passed
+// through wrap, when wrap is set) is then reported by that statement or by
+// Write, and the transaction does not commit. Anywhere else (SQLite, or a
+// transaction Write did not open) the write runs now and its error is
+// returned, wrapped.
+//
+// Use it only for a write whose answer nothing needs: build must not need
+// its rows affected or returned columns (a statement that would return
+// columns into the model, gorm's RETURNING for database defaults, runs now).
+// build receives a dry-run session of tx and returns it with one statement
+// built, for example
+//
+//	store.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Table("items").Create(&items) }, nil)
+func Later(tx *gorm.DB, build func(*gorm.DB) *gorm.DB, wrap func(error) error) error {
+	if wrap == nil {
+		wrap = func(err error) error { return err }
+	}
+	p, ok := tx.Statement.ConnPool.(*pinnedTx)
+	if !ok || !p.pipelined {
+		if err := build(tx).Error; err != nil {
+			return wrap(err)
+		}
+		return nil
+	}
+	dry := build(tx.Session(&gorm.Session{DryRun: true}))
+	if dry.Error != nil {
+		return wrap(dry.Error)
+	}
+	if _, returning := dry.Statement.Clauses["RETURNING"]; returning && dry.Statement.ReflectValue.IsValid() {
+		if err := build(tx).Error; err != nil {
+			return wrap(err)
+		}
+		return nil
+	}
+	if dry.Statement.SQL.Len() == 0 {
+		return nil
+	}
+	p.queue = append(p.queue, queued{sql: dry.Statement.SQL.String(), args: dry.Statement.Vars, wrap: wrap})
+	return nil
+}

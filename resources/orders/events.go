@@ -31,6 +31,5 @@ func emit(ctx context.Context, tx *gorm.DB, typ string, c framework.Change[Order
 	if err != nil {
 		return err
 	}
-	_, err = outbox.Write(ctx, tx, ev)
-	return err
+	return outbox.Append(ctx, tx, ev)
 }
