@@ -11,11 +11,18 @@
 //	db, err := store.New(ctx, gdb, store.Config{})
 //
 // What the framework needs per transaction, [DB.Write] sets per
-// transaction on a connection of that pool: on PostgreSQL BEGIN and SET
-// LOCAL lock_timeout, statement_timeout and
-// idle_in_transaction_session_timeout in one round trip (it holds behind
-// PgBouncer in transaction pooling), on SQLite the busy timeout and BEGIN
-// IMMEDIATE. What it cannot set, New checks once and refuses with
+// transaction on a connection of that pool: on PostgreSQL BEGIN and the
+// transaction-local (SET LOCAL) lock_timeout, statement_timeout and
+// idle_in_transaction_session_timeout (it holds behind PgBouncer in
+// transaction pooling), on SQLite the busy timeout and BEGIN IMMEDIATE.
+//
+// On PostgreSQL a transaction of [DB.Write] pipelines through pgx: the
+// begin is sent in the same batch (one network write, one round trip) as
+// the transaction's first statement, and writes queued with [Later] (whose
+// answer nothing needs: child rows, outbox events, savepoints) travel with
+// the next statement or with COMMIT. [ReadSnapshot] reads several queries
+// in one round trip and one REPEATABLE READ snapshot (a row and its child
+// rows). What it cannot set, New checks once and refuses with
 // [ErrMisconfigured] and what to change: SQLite must be in WAL mode,
 // PostgreSQL at least [MinPostgresVersion].
 //

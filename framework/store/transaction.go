@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,8 +26,8 @@ var errCommitRolledBack = errors.New("store: the transaction was rolled back at 
 //
 // The transaction is begun on a connection of the application's pool with
 // what the framework needs set for this transaction only: on PostgreSQL
-// BEGIN + SET LOCAL lock_timeout in one round trip (so it also holds behind
-// PgBouncer in transaction pooling), on SQLite the connection's busy
+// BEGIN and SET LOCAL lock_timeout, sent with the first statement (see
+// pinnedTx; it also holds behind PgBouncer in transaction pooling), on SQLite the connection's busy
 // timeout and BEGIN IMMEDIATE (the write lock is taken up front, so two
 // writers never deadlock on a lock upgrade). fn's *gorm.DB is a gorm
 // transaction as far as gorm is concerned: a nested tx.Transaction becomes
@@ -156,6 +157,13 @@ func (p *pinnedTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt,
 func (p *pinnedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if p.failed != nil {
 		return nil, p.failed
+	}
+	if p.pipelined && len(args) == 0 && (strings.HasPrefix(query, "SAVEPOINT ") || strings.HasPrefix(query, "RELEASE SAVEPOINT ")) {
+		// gorm's SavePoint (a nested Transaction, a local operation that
+		// declares rejections) needs no answer: it goes with the next
+		// statement, which reports its error.
+		p.queue = append(p.queue, queued{sql: query})
+		return rowsAffected(0), nil
 	}
 	if len(p.queue) == 0 {
 		return p.conn.ExecContext(ctx, query, args...)

@@ -1,0 +1,109 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/testdb"
+)
+
+// TestLater: a write queued with store.Later is seen by the transaction's
+// next statement, commits with the transaction or not at all, and its error
+// (wrapped) stops the commit, on both dialects; the pooled connection is
+// clean afterwards.
+func TestLater(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range testdb.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			gdb := ownGorm(t, dialect, "journal_mode(WAL)")
+			db, err := store.New(ctx, gdb, store.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := gdb.Exec("CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL)").Error; err != nil {
+				t.Fatal(err)
+			}
+			type kv struct {
+				K string `gorm:"primaryKey"`
+				V int
+			}
+			later := func(tx *gorm.DB, k string, v int, wrap func(error) error) error {
+				return store.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Table("kv").Create(&kv{K: k, V: v}) }, wrap)
+			}
+			count := func() int64 {
+				t.Helper()
+				var n int64
+				if err := gdb.Table("kv").Count(&n).Error; err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+
+			// Queued, then read back by the same transaction: order holds.
+			if err := db.Write(ctx, func(tx *gorm.DB) error {
+				if err := later(tx, "a", 1, nil); err != nil {
+					return err
+				}
+				var n int64
+				if err := tx.Table("kv").Where("k = ?", "a").Count(&n).Error; err != nil || n != 1 {
+					return errors.New("the queued insert is not visible to the next statement")
+				}
+				return later(tx, "b", 2, nil)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(); n != 2 {
+				t.Fatalf("rows = %d, want 2: a write queued before COMMIT was lost", n)
+			}
+
+			// fn fails after queueing: nothing commits.
+			boom := errors.New("fn fails")
+			if err := db.Write(ctx, func(tx *gorm.DB) error {
+				if err := later(tx, "c", 3, nil); err != nil {
+					return err
+				}
+				return boom
+			}); !errors.Is(err, boom) {
+				t.Fatalf("Write = %v, want fn's error", err)
+			}
+
+			// The queued write fails (duplicate key) after another write:
+			// Write returns its error wrapped, nothing of the transaction
+			// commits.
+			dup := errors.New("duplicate")
+			err = db.Write(ctx, func(tx *gorm.DB) error {
+				if err := tx.Table("kv").Create(&kv{K: "d", V: 4}).Error; err != nil {
+					return err
+				}
+				return later(tx, "a", 5, func(err error) error { return errors.Join(dup, err) })
+			})
+			if !errors.Is(err, dup) {
+				t.Fatalf("Write with a failing queued insert = %v, want it wrapped", err)
+			}
+			if n := count(); n != 2 {
+				t.Fatalf("rows = %d, want 2: a transaction whose queued write failed committed", n)
+			}
+
+			// A transaction that wrote nothing, then the pool is healthy:
+			// every connection comes back out of any transaction.
+			for range 5 {
+				if err := db.Write(ctx, func(*gorm.DB) error { return nil }); err != nil {
+					t.Fatal(err)
+				}
+				if err := db.Write(ctx, func(tx *gorm.DB) error { return tx.Exec("UPDATE kv SET v = v + 1 WHERE k = 'a'").Error }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var v int
+			if err := gdb.Raw("SELECT v FROM kv WHERE k = 'a'").Scan(&v).Error; err != nil || v != 6 {
+				t.Fatalf("v = %d (%v), want 6", v, err)
+			}
+		})
+	}
+}
