@@ -90,6 +90,18 @@ func TestLater(t *testing.T) {
 				t.Fatalf("rows = %d, want 2: a transaction whose queued write failed committed", n)
 			}
 
+			// A model with a gorm hook that writes: the hook's write
+			// happens (Later runs such a write now, hooks included).
+			if err := db.Write(ctx, func(tx *gorm.DB) error {
+				return store.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Table("kv").Create(&hookedKV{K: "h", V: 7}) }, nil)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var audited int
+			if err := gdb.Raw("SELECT v FROM kv WHERE k = 'h-audit'").Scan(&audited).Error; err != nil || audited != 7 {
+				t.Fatalf("the AfterCreate hook's row = %d (%v), want 7", audited, err)
+			}
+
 			// A transaction that wrote nothing, then the pool is healthy:
 			// every connection comes back out of any transaction.
 			for range 5 {
@@ -106,4 +118,14 @@ func TestLater(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hookedKV writes an audit row from its AfterCreate hook.
+type hookedKV struct {
+	K string `gorm:"primaryKey"`
+	V int
+}
+
+func (h *hookedKV) AfterCreate(tx *gorm.DB) error {
+	return tx.Exec("INSERT INTO kv (k, v) VALUES (?, ?)", h.K+"-audit", h.V).Error
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
 )
 
 // errCommitRolledBack is returned when PostgreSQL answered COMMIT with
@@ -316,8 +317,9 @@ func (*pinnedTx) Rollback() error { return errOwnedByWrite }
 // returned, wrapped.
 //
 // Use it only for a write whose answer nothing needs: build must not need
-// its rows affected or returned columns (a statement that would return
-// columns into the model, gorm's RETURNING for database defaults, runs now).
+// its rows affected or returned columns. A statement that would return
+// columns into the model (gorm's RETURNING for database defaults), and a
+// write of a model with gorm hooks (BeforeCreate, AfterSave, …), run now.
 // build receives a dry-run session of tx and returns it with one statement
 // built, for example
 //
@@ -333,11 +335,15 @@ func Later(tx *gorm.DB, build func(*gorm.DB) *gorm.DB, wrap func(error) error) e
 		}
 		return nil
 	}
-	dry := build(tx.Session(&gorm.Session{DryRun: true}))
+	// Built without gorm's model hooks: a hook's own statements would be
+	// dry too. A model with hooks, or a statement returning columns into
+	// the model, runs now, hooks included.
+	dry := build(tx.Session(&gorm.Session{DryRun: true, SkipHooks: true}))
 	if dry.Error != nil {
 		return wrap(dry.Error)
 	}
-	if _, returning := dry.Statement.Clauses["RETURNING"]; returning && dry.Statement.ReflectValue.IsValid() {
+	_, returning := dry.Statement.Clauses["RETURNING"]
+	if returning && dry.Statement.ReflectValue.IsValid() || hasHooks(dry.Statement.Schema) {
 		if err := build(tx).Error; err != nil {
 			return wrap(err)
 		}
@@ -348,4 +354,10 @@ func Later(tx *gorm.DB, build func(*gorm.DB) *gorm.DB, wrap func(error) error) e
 	}
 	p.queue = append(p.queue, queued{sql: dry.Statement.SQL.String(), args: dry.Statement.Vars, wrap: wrap})
 	return nil
+}
+
+// hasHooks reports whether gorm runs model hooks on a write of s.
+func hasHooks(s *schema.Schema) bool {
+	return s != nil && (s.BeforeCreate || s.AfterCreate || s.BeforeSave || s.AfterSave ||
+		s.BeforeUpdate || s.AfterUpdate || s.BeforeDelete || s.AfterDelete)
 }
