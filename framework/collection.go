@@ -63,7 +63,12 @@ type Resource[Cmd, Model any] struct {
 	ReplaceGuardFunc func(m *Model) error
 	// OnCreateFunc, when set, runs inside the insert's transaction, only
 	// when the insert happened: outbox events and audit rows written on tx
-	// commit or roll back with the resource.
+	// commit or roll back with the resource. On PostgreSQL the insert may
+	// still be on its way (it travels with the commit): when a concurrent
+	// create of the same ID commits first, this transaction fails and the
+	// hook's writes are rolled back with it, so the hook must write only
+	// on tx, never outside the database. Writes whose answer it does not
+	// need go out fastest through store.Later (outbox.Append does).
 	OnCreateFunc func(ctx context.Context, tx *gorm.DB, c Change[Model]) error
 	// OnReplaceFunc, when set, runs inside a replace's transaction after the
 	// row and its child rows were written, only when the replace happened
@@ -296,6 +301,13 @@ func (c *Collection[Cmd, Model]) Put(ctx context.Context, req PutRequest[Cmd]) (
 	case actReply, actReplyCurrent, actRefuse:
 		res, err := c.reply(ctx, c.engine.db.Gorm, &p, d, cur)
 		return res, c.engine.db.Classify(err)
+	case actInsert:
+		res, err := c.create(ctx, &p)
+		if !errors.Is(err, ErrUniqueViolation) {
+			return res, err
+		}
+		// A concurrent create of this ID committed first (or a unique
+		// column is taken): decide again on the INSERT … ON CONFLICT path.
 	}
 	var res Result
 	err = c.engine.db.Write(ctx, func(tx *gorm.DB) error {
@@ -378,30 +390,64 @@ func (c *Collection[Cmd, Model]) childTables() []ChildTable {
 	return out
 }
 
-// insert tries the INSERT … ON CONFLICT DO NOTHING; when it happened it
-// writes the child rows, renders the representation once and runs the
-// creation hook with it.
-func (c *Collection[Cmd, Model]) insert(ctx context.Context, tx *gorm.DB, p *put[Model]) (Result, bool, error) {
+// create creates the resource that the read-first found absent, in one
+// transaction that on PostgreSQL is one round trip: a plain INSERT of the
+// row ([RowStore.Create]), the child rows and the creation hook's writes
+// all travel with the COMMIT. A concurrent create of the same ID that
+// committed first makes it fail with ErrUniqueViolation, and nothing of it
+// commits; Put then takes the INSERT … ON CONFLICT path.
+func (c *Collection[Cmd, Model]) create(ctx context.Context, p *put[Model]) (Result, error) {
+	var res Result
+	err := c.engine.db.Write(ctx, func(tx *gorm.DB) error {
+		if err := c.rows.Create(ctx, tx, InsertRowParams{Table: p.key.Table, Row: c.newRow(p)}); err != nil {
+			return err
+		}
+		var err error
+		res, err = c.created(ctx, tx, p)
+		return err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// newRow sets the system columns of a new row on p's model and returns it.
+func (c *Collection[Cmd, Model]) newRow(p *put[Model]) *Model {
 	sys := any(p.model).(Row).SystemColumns()
 	*sys = System{TenantID: p.key.Tenant, ID: p.key.ID, Version: 1, Status: c.res.InitialStatus,
 		CreateFingerprint: p.state.Fingerprint, Fingerprint: p.state.Fingerprint, CreatedAt: p.state.Now, UpdatedAt: p.state.Now}
-	inserted, err := c.rows.Insert(ctx, tx, InsertRowParams{Table: p.key.Table, Row: p.model})
+	return p.model
+}
+
+// insert tries the INSERT … ON CONFLICT DO NOTHING; when it happened it
+// goes on as [Collection.created].
+func (c *Collection[Cmd, Model]) insert(ctx context.Context, tx *gorm.DB, p *put[Model]) (Result, bool, error) {
+	inserted, err := c.rows.Insert(ctx, tx, InsertRowParams{Table: p.key.Table, Row: c.newRow(p)})
 	if err != nil || !inserted {
 		return Result{}, false, uniqueProblem(err)
 	}
+	res, err := c.created(ctx, tx, p)
+	return res, err == nil, err
+}
+
+// created writes the child rows of the row just inserted, renders the
+// representation once and runs the creation hook with it.
+func (c *Collection[Cmd, Model]) created(ctx context.Context, tx *gorm.DB, p *put[Model]) (Result, error) {
+	sys := any(p.model).(Row).SystemColumns()
 	if err := c.insertChildren(ctx, tx, p.model); err != nil {
-		return Result{}, false, err
+		return Result{}, err
 	}
 	body, err := c.render(p.model)
 	if err != nil {
-		return Result{}, false, err
+		return Result{}, err
 	}
 	if c.res.OnCreateFunc != nil {
 		if err := c.res.OnCreateFunc(ctx, tx, Change[Model]{Model: p.model, Representation: body}); err != nil {
-			return Result{}, false, err
+			return Result{}, err
 		}
 	}
-	return Result{Status: http.StatusCreated, Body: body, ETag: sys.ETag(), Location: c.location(sys.ID), Outcome: OutcomeExecuted}, true, nil
+	return Result{Status: http.StatusCreated, Body: body, ETag: sys.ETag(), Location: c.location(sys.ID), Outcome: OutcomeExecuted}, nil
 }
 
 // insertChildren sets the keys of m's child rows from m and inserts them.

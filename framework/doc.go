@@ -9,10 +9,13 @@
 // struct), [Resource.RenderFunc] renders the representation, and an
 // optional replace guard and creation hook complete it. [NewCollection]
 // builds it on an [Engine] and [Collection.Mount] serves PUT, GET, HEAD and
-// DELETE /{name}/{id} and a newest-first list with filters. Creation is
-// INSERT … ON CONFLICT (tenant_id, id) DO NOTHING, so a retried or
-// concurrent create converges on one row, one set of child rows and one
-// creation hook. What a PUT does is decided by one pure function from the
+// DELETE /{name}/{id} and a newest-first list with filters. A PUT reads
+// the row first; a replay is answered from that read. A miss is created
+// in one transaction (one round trip on PostgreSQL); when a concurrent
+// create of the same ID committed first, that transaction rolls back and
+// the PUT falls back to INSERT … ON CONFLICT (tenant_id, id) DO NOTHING,
+// so a retried or concurrent create converges on one row, one set of child
+// rows and one creation hook. What a PUT does is decided by one pure function from the
 // row it read; every statement on resource rows goes through the
 // [RowStore] seam, whose contract suite is framework/rowstoretest. Every
 // write has a transactional twin ([Collection.PutTx],

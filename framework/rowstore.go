@@ -31,6 +31,15 @@ type RowStore interface {
 	// wait for that transaction and then report false. A violation of
 	// another unique index is returned as [ErrUniqueViolation].
 	Insert(ctx context.Context, db *gorm.DB, p InsertRowParams) (bool, error)
+	// Create writes p.Row as a new row with a plain INSERT, for a key the
+	// caller has just read as absent. It may defer the statement to the
+	// transaction's next round trip ([store.Later]). A row of the key that
+	// exists by then (a concurrent create), like a violation of another
+	// unique index, fails that statement or [store.DB.Write] with an error
+	// wrapping [ErrUniqueViolation], and the transaction does not commit;
+	// the caller then takes the Insert path. Its associations are not
+	// written.
+	Create(ctx context.Context, db *gorm.DB, p InsertRowParams) error
 	// Read loads the row of p.Key into p.Dest (tombstones too unless
 	// p.LiveOnly), under a row lock when p.ForUpdate, and the child rows
 	// named in p.Preload, which must be those of the version read (not of a
@@ -206,6 +215,14 @@ func (s gormRowStore) Insert(ctx context.Context, db *gorm.DB, p InsertRowParams
 		return false, uniqueViolation(res.Error)
 	}
 	return res.RowsAffected == 1, nil
+}
+
+// Create is pipelined on PostgreSQL ([store.Later]): with the child rows
+// and the creation hook's writes, a create is one round trip.
+func (s gormRowStore) Create(ctx context.Context, db *gorm.DB, p InsertRowParams) error {
+	return store.Later(db.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
+		return db.Table(p.Table).Omit(clause.Associations).Create(p.Row)
+	}, uniqueViolation)
 }
 
 func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (bool, error) {

@@ -96,6 +96,41 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Di
 		}
 	})
 
+	t.Run("CreateOfANewKey", func(t *testing.T) {
+		// Create is a plain INSERT that may travel with the commit: a new
+		// key commits; a key that exists fails the transaction with
+		// ErrUniqueViolation (from Create or from Write) and nothing of
+		// the transaction commits, the existing row unchanged.
+		t.Parallel()
+		db, rs := setup(t)
+		id := uuid.New()
+		if err := db.Write(ctx, func(tx *gorm.DB) error {
+			return rs.Create(ctx, tx, framework.InsertRowParams{Table: "widgets", Row: widget("t1", id, "a", now)})
+		}); err != nil {
+			t.Fatalf("Create of a new key: %v", err)
+		}
+		if got := read(t, db, rs, "t1", id, false); got.Name != "a" || got.Version != 1 {
+			t.Fatalf("created row: %+v", got)
+		}
+		other := uuid.New()
+		err := db.Write(ctx, func(tx *gorm.DB) error {
+			if _, err := rs.Insert(ctx, tx, framework.InsertRowParams{Table: "widgets", Row: widget("t1", other, "o", now)}); err != nil {
+				return err
+			}
+			return rs.Create(ctx, tx, framework.InsertRowParams{Table: "widgets", Row: widget("t1", id, "b", now)})
+		})
+		if !errors.Is(err, framework.ErrUniqueViolation) {
+			t.Fatalf("Create of an existing key = %v, want ErrUniqueViolation", err)
+		}
+		if got := read(t, db, rs, "t1", id, false); got.Name != "a" {
+			t.Fatalf("Create of an existing key changed it: %+v", got)
+		}
+		var w Widget
+		if ok, err := rs.Read(ctx, db.Gorm, framework.ReadRowParams{Key: key("t1", other), Dest: &w}); ok || err != nil {
+			t.Fatalf("the transaction of a failed Create committed: %t, %v", ok, err)
+		}
+	})
+
 	t.Run("ConcurrentInsertsOfOneKey", func(t *testing.T) {
 		t.Parallel()
 		db, rs := setup(t)
