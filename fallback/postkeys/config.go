@@ -26,6 +26,9 @@ const (
 	// FailPointBeforeComplete is reached by a phased attempt after its
 	// RunFunc or ReconcileFunc returned and before the outcome is stored:
 	// the business rows of every phase are committed, the record is not.
+	// (With fail points set, [Run.Complete] commits its phase first and
+	// the outcome after this point; without them the two commit together
+	// and this window does not exist.)
 	FailPointBeforeComplete = "before_complete"
 	// FailPointAfterPhase prefixes the point reached right after a phase
 	// committed: "after_phase:" + the recovery point.
@@ -33,7 +36,8 @@ const (
 	// FailPointAfterClaim is reached by a phased attempt right after its
 	// claim (or takeover) committed and before its RunFunc or
 	// ReconcileFunc starts: the record is in progress, nothing else has
-	// happened.
+	// happened. (Fail points turn [Operation.ClaimInFirstPhase] off, so
+	// that this point always follows a claim of its own.)
 	FailPointAfterClaim = "after_claim"
 )
 
@@ -42,7 +46,8 @@ const (
 type Config struct {
 	// LeaseDuration is how long an attempt of a phased operation owns its
 	// record before a retry or the recovery worker may take it over. Every
-	// phase commit and [Run.Renew] extend it. Defaults to 30s.
+	// phase commit and [Run.Renew] extend it ([Run.RenewFor] when what is
+	// left may not cover the step it guards). Defaults to 30s.
 	LeaseDuration time.Duration
 	// InProgressWait is how long a request that finds its key being
 	// executed (live lease) polls for the outcome before answering 409

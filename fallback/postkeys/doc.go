@@ -44,16 +44,37 @@
 //   - [Phased]: the operation calls another system. [Operation.RunFunc]
 //     commits atomic phases with [Run.Phase], each recording a recovery
 //     point; calls carry [Run.DownstreamKey] and are preceded by
-//     [Run.Renew]; the attempt holds a lease and every write is fenced (see
-//     below), so an attempt that stalled past its lease writes nothing and
-//     calls nothing ([ErrFenced]). A retry that finds a live
-//     lease waits up to Config.InProgressWait, then answers 409
+//     [Run.Renew] (or [Run.RenewFor]); the attempt holds a lease and every
+//     write is fenced (see below), so an attempt that stalled past its
+//     lease writes nothing and calls nothing ([ErrFenced]). A retry that
+//     finds a live lease waits up to Config.InProgressWait, then answers 409
 //     request_in_progress; one that finds an expired lease takes the record
 //     over and resumes from its recovery point. An error before the first
 //     phase releases the key; an error after it leaves the record unknown
 //     (409 outcome_pending), which [Operation.ReconcileFunc] settles inline
 //     on the next retry or in the recovery worker — never by running the
 //     operation again blindly.
+//
+// A phased attempt costs a transaction for the claim, one per phase, one
+// per renewal and one for the completion. Three opt-ins cut that down
+// without opening a crash window the recovery point does not cover:
+//
+//   - [Operation.ClaimInFirstPhase]: the claim commits with the first
+//     phase (the claim statement first, then the phase's writes, then its
+//     recovery point). A crash before that commit leaves nothing, as a
+//     release would; a duplicate's first phase finds the key held, writes
+//     nothing and answers from the record. RunFunc starts before the claim,
+//     so it must do nothing observable before its first phase.
+//   - [Run.RenewFor]: the renewal before a call bounded by a known time
+//     makes no round trip when the lease certainly covers that time plus
+//     a margin. The process judges this on its monotonic clock, counting
+//     from before it sent the statement that set the lease (the database
+//     set it from a later moment), so a pause of the process always counts
+//     against the lease; an attempt that paused past that point renews and
+//     is fenced as with [Run.Renew].
+//   - [Run.Complete]: the last phase commits with the stored response. A
+//     crash before that commit leaves the record at the previous recovery
+//     point, which a retry or the recovery worker resumes or reconciles.
 //
 // Outcomes that bind the key: a response ([Response], stored with the
 // headers of Config.StoredHeaders and a body capped at Config.MaxStoredBody,
@@ -102,7 +123,9 @@
 // live on the database clock. So an attempt that wakes up after a
 // takeover, after a release and a new claim, or after its own lease ended
 // writes nothing, completes nothing and, since a phased operation renews
-// its lease before each call out, calls no provider. [Run.Attempt] is the
+// its lease before each call out (or, with [Run.RenewFor], skips the
+// renewal only while its own clock proves the lease outlasts the call),
+// calls no provider. [Run.Attempt] is the
 // human-readable attempt count; it restarts after a release, the token
 // does not.
 //

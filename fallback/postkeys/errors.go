@@ -3,12 +3,15 @@ package postkeys
 import "errors"
 
 var (
-	// ErrFenced is returned by [Run.Phase] and [Run.Renew] when the attempt
-	// no longer owns its record: its fencing token is not the record's any
-	// more (a newer attempt took it over, or it was released and claimed
-	// again, or completed) or its lease ended on the database clock.
-	// Nothing the failed phase wrote was committed. A RunFunc or ReconcileFunc that gets it must stop and
-	// return it; the adapter then answers with the newer attempt's outcome.
+	// ErrFenced is returned by [Run.Phase], [Run.Complete], [Run.Renew] and
+	// [Run.RenewFor] when the attempt no longer owns its record: its
+	// fencing token is not the record's any more (a newer attempt took it
+	// over, or it was released and claimed again, or completed) or its
+	// lease ended on the database clock; or, for an operation with
+	// [Operation.ClaimInFirstPhase], when the first phase found the key
+	// held by another request. Nothing the failed phase wrote was
+	// committed. A RunFunc or ReconcileFunc that gets it must stop and
+	// return it; the adapter then answers with the other attempt's outcome.
 	ErrFenced = errors.New("postkeys: the attempt was fenced off by a newer attempt")
 
 	// ErrAbandoned is returned (wrapped) by [Run.FailPoint] and the adapter's

@@ -55,6 +55,16 @@ type widgets struct {
 	beforePhase  func(attempt int64) error
 	afterPhase   func(attempt int64) error
 	reconcileErr func() error
+	// beforeProvider runs after the lease renewal, right before the call.
+	beforeProvider func(attempt int64) error
+	// claimInFirstPhase registers the operation with ClaimInFirstPhase.
+	claimInFirstPhase bool
+	// renewFor, when set, renews with Run.RenewFor(renewFor) instead of
+	// Run.Renew.
+	renewFor time.Duration
+	// complete ends the run with Run.Complete at "widget_done", which
+	// appends "!" to the widget's name in the same transaction.
+	complete bool
 }
 
 // render is the operation's RenderFunc: the body rebuilt from the widget row.
@@ -69,8 +79,12 @@ type widget struct {
 }
 
 func (w *widgets) response(ctx context.Context, tenant, ref string) (postkeys.Response, error) {
+	return w.responseOn(ctx, w.db.Gorm, tenant, ref)
+}
+
+func (w *widgets) responseOn(ctx context.Context, db *gorm.DB, tenant, ref string) (postkeys.Response, error) {
 	var rows []widget
-	if err := w.db.Gorm.WithContext(ctx).Raw("SELECT id, name FROM widgets WHERE tenant_id = ? AND id = ?", tenant, ref).
+	if err := db.WithContext(ctx).Raw("SELECT id, name FROM widgets WHERE tenant_id = ? AND id = ?", tenant, ref).
 		Scan(&rows).Error; err != nil {
 		return postkeys.Response{}, err
 	}
@@ -104,10 +118,33 @@ func (w *widgets) run(ctx context.Context, run *postkeys.Run[widgetCmd]) (postke
 			return postkeys.Response{}, err
 		}
 	}
-	if err := run.Renew(ctx); err != nil {
+	if run.RecoveryPoint() == "widget_done" {
+		return w.response(ctx, run.Tenant(), run.ResourceRef())
+	}
+	renew := run.Renew
+	if w.renewFor > 0 {
+		renew = func(ctx context.Context) error { return run.RenewFor(ctx, w.renewFor) }
+	}
+	if err := renew(ctx); err != nil {
 		return postkeys.Response{}, err
 	}
+	if w.beforeProvider != nil {
+		if err := w.beforeProvider(run.Attempt()); err != nil {
+			return postkeys.Response{}, err
+		}
+	}
 	w.provider.Add(1)
+	if w.complete {
+		return run.Complete(ctx, "widget_done", func(tx *gorm.DB) (postkeys.Response, error) {
+			if err := tx.Exec("UPDATE widgets SET name = name || '!' WHERE tenant_id = ? AND id = ?", run.Tenant(), run.ResourceRef()).Error; err != nil {
+				return postkeys.Response{}, err
+			}
+			if cmd.Decline {
+				return postkeys.Response{}, framework.Errorf(codeDeclined, "the widget was declined")
+			}
+			return w.responseOn(ctx, tx, run.Tenant(), run.ResourceRef())
+		})
+	}
 	if cmd.Decline {
 		return postkeys.Response{}, framework.Errorf(codeDeclined, "the widget was declined")
 	}
@@ -216,7 +253,7 @@ func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *ha
 		t.Fatal(err)
 	}
 	wep, err := postkeys.Register(keys, postkeys.Operation[widgetCmd]{
-		Name: "widgets", Mode: postkeys.Phased,
+		Name: "widgets", Mode: postkeys.Phased, ClaimInFirstPhase: w.claimInFirstPhase,
 		RejectionCodes: []framework.Code{codeDeclined},
 		RunFunc:        w.run, ReconcileFunc: w.reconcile, RenderFunc: w.render,
 	})

@@ -126,6 +126,21 @@ type Operation[Cmd any] struct {
 	// that an attempt that dies before any phase committed has had no side
 	// effect. Required for Phased.
 	RunFunc func(ctx context.Context, run *Run[Cmd]) (Response, error)
+	// ClaimInFirstPhase, for a Phased operation, claims a fresh key in the
+	// transaction of RunFunc's first [Run.Phase] (or [Run.Complete]), before
+	// that phase's writes, instead of in a transaction of its own: one
+	// commit fewer per request, and a crash before the first phase leaves
+	// no record behind. RunFunc then starts before the key is claimed, also
+	// for a request whose key turns out to be held: before its first phase
+	// it must do nothing that another request could see or that must not
+	// happen twice (reading the command, deriving keys and IDs is fine), and
+	// it must return [ErrFenced] from that phase as it is; the request is
+	// then answered from the record, as after any claim that lost. A
+	// RunFunc that returns or calls [Run.Renew] before any phase claims the
+	// key then, in a transaction of its own. Ignored while
+	// [Config.FailPointFunc] is set, so that [FailPointAfterClaim] keeps
+	// following a committed claim. Defaults to false.
+	ClaimInFirstPhase bool
 	// ReconcileFunc settles a Phased record whose outcome is not known: an
 	// attempt that failed after a side effect (state unknown) or one whose
 	// lease ran out past its first recovery point. It runs without the
@@ -154,6 +169,8 @@ type operation struct {
 	run        func(ctx context.Context, at *attempt) (Response, error)
 	reconcile  func(ctx context.Context, at *attempt) (Response, error)
 	render     func(ctx context.Context, db *gorm.DB, rec Record) ([]byte, error)
+	// claimInFirstPhase: Operation.ClaimInFirstPhase.
+	claimInFirstPhase bool
 }
 
 func (op *operation) isRejection(err error) bool {
@@ -192,8 +209,8 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 		if op.ExecuteFunc == nil {
 			return nil, fmt.Errorf("postkeys: local operation %q needs an ExecuteFunc", op.Name)
 		}
-		if op.RunFunc != nil || op.ReconcileFunc != nil {
-			return nil, fmt.Errorf("postkeys: local operation %q must not set RunFunc or ReconcileFunc", op.Name)
+		if op.RunFunc != nil || op.ReconcileFunc != nil || op.ClaimInFirstPhase {
+			return nil, fmt.Errorf("postkeys: local operation %q must not set RunFunc, ReconcileFunc or ClaimInFirstPhase", op.Name)
 		}
 	case Phased:
 		if op.RunFunc == nil || op.ReconcileFunc == nil {
@@ -215,7 +232,7 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 	in := &operation{
 		name: op.Name, mode: op.Mode, keyPolicy: op.KeyPolicy,
 		semantic: append([]string(nil), op.SemanticHeaders...), volatile: append([]string(nil), op.Volatile...),
-		rejections: rejections, render: op.RenderFunc,
+		rejections: rejections, render: op.RenderFunc, claimInFirstPhase: op.ClaimInFirstPhase,
 		bind: func(body []byte) (any, error) { return framework.Bind[Cmd](a.engine.Binder(), body) },
 	}
 	if fn := op.ExecuteFunc; fn != nil {

@@ -138,7 +138,10 @@ type CompleteParams struct {
 	Body      []byte
 	Truncated bool
 	// Ref, when not empty, replaces the resource reference.
-	Ref       string
+	Ref string
+	// Point, when not empty, replaces the recovery point: the last phase
+	// and the completion commit in one statement ([Run.Complete]).
+	Point     string
 	ErrorCode string
 	// TTL is the replay window: expires_at = database clock + TTL.
 	TTL time.Duration
@@ -209,7 +212,8 @@ type RecordStore interface {
 	Advance(ctx context.Context, db *gorm.DB, p AdvanceParams) (ok bool, err error)
 	// Renew extends the lease; fenced.
 	Renew(ctx context.Context, db *gorm.DB, p RenewParams) (ok bool, err error)
-	// Complete stores the outcome and ends the lease; fenced.
+	// Complete stores the outcome (and, when p.Point is set, the recovery
+	// point of the last phase) and ends the lease; fenced.
 	Complete(ctx context.Context, db *gorm.DB, p CompleteParams) (ok bool, err error)
 	// MarkUnknown records that the attempt failed after a side effect;
 	// fenced.
@@ -369,7 +373,7 @@ WHERE ` + liveAttempt,
 	"complete": `UPDATE idempotency_records
 SET state = 'completed', locked_until = NULL, response_status = @status, response_headers = @headers,
     response_body = @body, response_truncated = @truncated, resource_ref = COALESCE(@ref, resource_ref),
-    error_code = @code, updated_at = {now}, expires_at = {ttl}
+    recovery_point = COALESCE(@point, recovery_point), error_code = @code, updated_at = {now}, expires_at = {ttl}
 WHERE ` + liveAttempt,
 	"unknown": `UPDATE idempotency_records SET state = 'unknown', locked_until = NULL, error_code = @code, updated_at = {now}
 WHERE ` + liveAttempt,
@@ -490,7 +494,7 @@ func (s *gormRecordStore) Complete(ctx context.Context, db *gorm.DB, p CompleteP
 	}
 	n, err := s.exec(ctx, db, "complete", s.args(p.ID, map[string]any{"fence": p.Fence, "status": p.Status,
 		"headers": string(header), "body": body, "truncated": p.Truncated, "ref": nullable(p.Ref),
-		"code": nullable(p.ErrorCode), "ttl": s.d.duration(p.TTL)}))
+		"point": nullable(p.Point), "code": nullable(p.ErrorCode), "ttl": s.d.duration(p.TTL)}))
 	return n == 1, err
 }
 

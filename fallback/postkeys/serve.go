@@ -268,9 +268,10 @@ func (a *Adapter) replay(ctx context.Context, db *gorm.DB, op *operation, at *at
 		body: body, replayed: true, metric: framework.OutcomeReplayed}, nil
 }
 
-// servePhased runs a Phased operation: claim (its own commit), or find the
-// record and replay it, wait for it, take it over (expired lease: resume
-// from the recovery point; unknown: reconcile), or answer 409.
+// servePhased runs a Phased operation: claim (its own commit, or with
+// ClaimInFirstPhase the first phase's), or find the record and replay it,
+// wait for it, take it over (expired lease: resume from the recovery
+// point; unknown: reconcile), or answer 409.
 func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
 	// The attempt finishes what it started even if the client goes away
 	// (a retry then finds the outcome stored), bounded by the request's
@@ -281,11 +282,19 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 	claim := true
 	for range maxDecisions {
 		var rec Record
-		if claim {
+		switch {
+		case claim && a.claimsInFirstPhase(op):
+			out, held, err := a.executeUnclaimed(ctx, op, at, version)
+			if held == nil {
+				return out, err
+			}
+			rec = *held
+		case claim:
 			var (
 				c       Claim
 				claimed bool
 			)
+			mono, clock := at.sendingLeaseWrite()
 			err := a.db.Write(ctx, func(tx *gorm.DB) error {
 				var err error
 				c, claimed, rec, err = a.claimTx(ctx, tx, at, version)
@@ -296,10 +305,11 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 			}
 			if claimed {
 				at.number, at.fence, at.claimedAt, at.point, at.ref = c.Attempt, c.Fence, a.engine.Now(), PointStarted, ""
+				at.markLease(mono, clock)
 				a.logTransition(ctx, at, "claimed", StateInProgress, 0, false)
 				return a.execute(ctx, op, at, false)
 			}
-		} else {
+		default:
 			var (
 				found bool
 				err   error
@@ -348,6 +358,44 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 	return outcome{}, errInProgress()
 }
 
+// claimsInFirstPhase reports whether op's fresh attempts claim their key in
+// their first phase's transaction. Fail points turn it off, so that
+// FailPointAfterClaim comes after a committed claim, as it says.
+func (a *Adapter) claimsInFirstPhase(op *operation) bool {
+	return op.claimInFirstPhase && a.cfg.FailPointFunc == nil
+}
+
+// executeUnclaimed runs a fresh attempt of an operation with
+// ClaimInFirstPhase: RunFunc starts before the key is claimed, and its
+// first phase claims it in the phase's own transaction. When that claim
+// finds the key held, held is the record found, and nothing of the
+// attempt was written. When RunFunc returns (or renews) before any phase,
+// the key is claimed then, in a transaction of its own, and the outcome
+// is finished as any attempt's: a response or a rejection completes the
+// record, an error releases it.
+func (a *Adapter) executeUnclaimed(ctx context.Context, op *operation, at *attempt, version int) (_ outcome, held *Record, _ error) {
+	at.unclaimed, at.version, at.held = true, version, nil
+	at.number, at.fence, at.claimedAt, at.point, at.ref = 0, 0, a.engine.Now(), PointStarted, ""
+	at.leaseSent, at.leaseSentClock = time.Time{}, time.Time{}
+	resp, err := op.run(ctx, at)
+	if at.held != nil {
+		held, at.held, at.unclaimed = at.held, nil, false
+		return outcome{}, held, nil
+	}
+	if at.unclaimed {
+		if cerr := at.claimOwn(ctx); cerr != nil {
+			at.unclaimed = false
+			if at.held != nil {
+				held, at.held = at.held, nil
+				return outcome{}, held, nil
+			}
+			return outcome{}, nil, cerr
+		}
+	}
+	out, err := a.finish(ctx, op, at, resp, err, false)
+	return out, nil, err
+}
+
 // execute runs a phased attempt that has just claimed or taken over its
 // record: RunFunc, or ReconcileFunc when reconciling, then finish.
 func (a *Adapter) execute(ctx context.Context, op *operation, at *attempt, reconciling bool) (outcome, error) {
@@ -373,6 +421,7 @@ func (a *Adapter) takeover(ctx context.Context, at *attempt, rec Record) (bool, 
 		c  Claim
 		ok bool
 	)
+	mono, clock := at.sendingLeaseWrite()
 	err := a.db.Write(ctx, func(tx *gorm.DB) error {
 		var err error
 		c, ok, err = a.records.Takeover(ctx, tx, TakeoverParams{ID: at.id, Fence: rec.Fence, From: rec.State,
@@ -383,6 +432,7 @@ func (a *Adapter) takeover(ctx context.Context, at *attempt, rec Record) (bool, 
 		return false, err
 	}
 	at.number, at.fence, at.claimedAt, at.point, at.ref = c.Attempt, c.Fence, a.engine.Now(), rec.RecoveryPoint, rec.ResourceRef
+	at.markLease(mono, clock)
 	a.logTransition(ctx, at, "taken_over", StateInProgress, 0, false, slog.String("from", string(rec.State)))
 	return true, nil
 }
@@ -392,6 +442,11 @@ func (a *Adapter) takeover(ctx context.Context, at *attempt, rec Record) (bool, 
 // record; an error releases the key when nothing was committed yet and
 // leaves the record unknown otherwise. Every write is fenced.
 func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp Response, err error, reconciling bool) (outcome, error) {
+	if at.done != nil {
+		// Run.Complete stored the outcome with the last phase: it is the
+		// answer, whatever RunFunc made of it.
+		return *at.done, nil
+	}
 	switch {
 	case errors.Is(err, ErrAbandoned):
 		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(err)))

@@ -11,15 +11,24 @@
 // phases, each with a recovery point:
 //
 //  1. [PointCreated]: the pending payment row ("pay_…") and its downstream
-//     key are committed before the provider is called.
+//     key are committed before the provider is called, in the transaction
+//     that claims the idempotency key ([postkeys.Operation.ClaimInFirstPhase]:
+//     run builds the row in memory and does nothing else before it).
 //  2. The provider charges with that downstream key, derived by
 //     [postkeys.Run.DownstreamKey] from (tenant, operation, idempotency key,
 //     "charge:" + payment ID): every attempt of one execution sends the same
 //     key, so the provider deduplicates a repeated call; a new execution after
-//     the key expired has a new payment and so a new charge.
-//  3. [PointCharged]: the charge ID and status are committed on the row.
-//  4. The adapter stores the response: 201 with the payment, or 402
-//     card_declined, a business rejection that is replayed for that key.
+//     the key expired has a new payment and so a new charge. Before the call
+//     the attempt makes sure its lease outlasts [Config.ProviderTimeout]
+//     ([postkeys.Run.RenewFor]); right after step 1 it does, and no
+//     statement is sent.
+//  3. [PointCharged]: the charge ID and status, the outbox event and the
+//     response (201 with the payment, or 402 card_declined, a business
+//     rejection that is replayed for that key) are committed in one
+//     transaction ([postkeys.Run.Complete]).
+//
+// On PostgreSQL a create therefore commits three transactions: steps 1 and
+// 3 and the sandbox provider's own ledger write (a replay commits one).
 //
 // A provider call that outlives [Config.ProviderTimeout] (2s by default) may
 // have charged: the record is left unknown and the client gets 409
@@ -27,7 +36,10 @@
 // which asks the provider for the payment's downstream key
 // ([Provider.Lookup]) and completes the payment with the charge it finds; a
 // charge the provider does not know is requested again under the same key.
-// An attempt that died between phases is resumed from its recovery point.
+// An attempt that died between phases is resumed from its recovery point:
+// one that died before step 1 committed left nothing behind, one that died
+// before step 3 committed is at [PointCreated] and asks the provider again
+// with the same downstream key.
 // [FailPointAfterCharge] names the crash window between the provider's answer
 // and the phase that records it, for tests.
 //

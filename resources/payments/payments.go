@@ -27,7 +27,9 @@ const (
 	// be called (with the payment's downstream key) from here on.
 	PointCreated = "payment_created"
 	// PointCharged: the provider's answer (charge ID, status) is committed
-	// on the payment row; only the stored response is missing.
+	// on the payment row, with the stored response (postkeys.Run.Complete).
+	// A record still in progress here (fail points commit the two apart)
+	// is resumed by answering from the row.
 	PointCharged = "charged"
 )
 
@@ -82,13 +84,16 @@ func New(e *framework.Engine, a *postkeys.Adapter, p Provider, cfg Config) (*Pay
 	}
 	pay := &Payments{engine: e, provider: p, cfg: cfg}
 	ep, err := postkeys.Register(a, postkeys.Operation[Command]{
-		Name:           Operation,
-		Mode:           postkeys.Phased,
-		KeyPolicy:      postkeys.KeyRequired,
-		RejectionCodes: []framework.Code{CodeCardDeclined},
-		RunFunc:        pay.run,
-		ReconcileFunc:  pay.reconcile,
-		RenderFunc:     pay.render,
+		Name:      Operation,
+		Mode:      postkeys.Phased,
+		KeyPolicy: postkeys.KeyRequired,
+		// run does nothing before its first phase but build the pending
+		// row in memory, so the key is claimed in that phase's transaction.
+		ClaimInFirstPhase: true,
+		RejectionCodes:    []framework.Code{CodeCardDeclined},
+		RunFunc:           pay.run,
+		ReconcileFunc:     pay.reconcile,
+		RenderFunc:        pay.render,
 	})
 	if err != nil {
 		return nil, err
@@ -131,8 +136,9 @@ func (p *Payments) handleGet(c *gin.Context) {
 	framework.WriteReply(c.Writer, framework.Reply{Status: http.StatusOK, Body: body})
 }
 
-// run is the RunFunc: create the pending payment, charge it, record the
-// answer, respond. A resumed attempt continues from its recovery point.
+// run is the RunFunc: create the pending payment (with the claim of the
+// key, ClaimInFirstPhase), charge it, record the answer with the response
+// (Run.Complete). A resumed attempt continues from its recovery point.
 func (p *Payments) run(ctx context.Context, run *postkeys.Run[Command]) (postkeys.Response, error) {
 	var row *paymentRow
 	switch run.RecoveryPoint() {
@@ -163,9 +169,7 @@ func (p *Payments) run(ctx context.Context, run *postkeys.Run[Command]) (postkey
 		if err := run.FailPoint(ctx, FailPointAfterCharge); err != nil {
 			return postkeys.Response{}, err
 		}
-		if err := p.record(ctx, run, row, ch); err != nil {
-			return postkeys.Response{}, err
-		}
+		return p.record(ctx, run, row, ch)
 	}
 	return p.respond(row)
 }
@@ -190,9 +194,7 @@ func (p *Payments) reconcile(ctx context.Context, run *postkeys.Run[Command]) (p
 		if err != nil {
 			return postkeys.Response{}, err
 		}
-		if err := p.record(ctx, run, row, ch); err != nil {
-			return postkeys.Response{}, err
-		}
+		return p.record(ctx, run, row, ch)
 	}
 	return p.respond(row)
 }
@@ -228,13 +230,15 @@ func (p *Payments) load(ctx context.Context, run *postkeys.Run[Command]) (*payme
 }
 
 // charge calls the provider with the payment's downstream key, bounded by
-// the provider timeout. It first renews the attempt's lease: an attempt
-// that stalled past its lease (and was taken over, released or simply
-// outlived) gets postkeys.ErrFenced there and never calls the provider.
+// the provider timeout. It first makes sure the attempt's lease covers the
+// call (Run.RenewFor: no round trip when the phase just before set it): an
+// attempt that stalled past its lease (and was taken over, released or
+// simply outlived) gets postkeys.ErrFenced there and never calls the
+// provider.
 func (p *Payments) charge(ctx context.Context, run *postkeys.Run[Command], row *paymentRow) (_ Charge, err error) {
 	ctx, span := framework.StartSpan(ctx, "payments.provider.charge")
 	defer func() { framework.EndSpan(span, err) }()
-	if err := run.Renew(ctx); err != nil {
+	if err := run.RenewFor(ctx, p.cfg.ProviderTimeout); err != nil {
 		return Charge{}, err
 	}
 	callCtx, cancel := context.WithTimeout(ctx, p.cfg.ProviderTimeout)
@@ -253,15 +257,20 @@ func (p *Payments) charge(ctx context.Context, run *postkeys.Run[Command], row *
 	return ch, nil
 }
 
-// record commits the provider's answer on the payment row, and its outbox
-// event, with the PointCharged recovery point.
-func (p *Payments) record(ctx context.Context, run *postkeys.Run[Command], row *paymentRow, ch Charge) error {
+// record commits the provider's answer on the payment row, its outbox
+// event, the PointCharged recovery point and the stored response (201 or
+// the card_declined rejection) in one transaction (Run.Complete), and
+// returns that outcome.
+func (p *Payments) record(ctx context.Context, run *postkeys.Run[Command], row *paymentRow, ch Charge) (postkeys.Response, error) {
 	row.applyCharge(ch, run.Now())
-	return run.Phase(ctx, PointCharged, func(tx *gorm.DB) (string, error) {
+	return run.Complete(ctx, PointCharged, func(tx *gorm.DB) (postkeys.Response, error) {
 		if err := savePayment(ctx, tx, row); err != nil {
-			return "", err
+			return postkeys.Response{}, err
 		}
-		return row.ID, emitOutcome(ctx, tx, row)
+		if err := emitOutcome(ctx, tx, row); err != nil {
+			return postkeys.Response{}, err
+		}
+		return p.respond(row)
 	})
 }
 

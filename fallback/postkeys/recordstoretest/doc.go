@@ -11,6 +11,7 @@
 //
 // It covers the claim (insert and its conflict), takeover, fencing, lease
 // expiry on the database clock, the stall cases (woken after a takeover, a
-// release and re-claim, or the end of its own lease), expiry and reclaim,
+// release and re-claim, or the end of its own lease), the completion (with
+// and without the last phase's recovery point), expiry and reclaim,
 // the janitor, lock timeouts and error classification.
 package recordstoretest

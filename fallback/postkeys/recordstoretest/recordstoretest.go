@@ -43,6 +43,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		"WokenAfterItsOwnLeaseWritesNothing":          testFencedAfterOwnLease,
 		"RenewKeepsTheLeaseLive":                      testRenew,
 		"CompleteStoresTheOutcome":                    testComplete,
+		"CompleteCanRecordTheLastPoint":               testCompleteWithPoint,
 		"ExpiredRecordIsReclaimedLiveOneIsNot":        testReclaim,
 		"JanitorDeletesOnlyExpiredCompletedInBatches": testJanitor,
 		"FenceNeverRepeatsAfterTheJanitor":            testFenceAfterJanitor,
@@ -384,6 +385,49 @@ func testComplete(t *testing.T, s *suite) {
 	}
 	if rec := s.mustGet("big"); !rec.Truncated || rec.ResponseBody != nil || rec.ErrorCode != "card_declined" || rec.ResponseStatus != 402 {
 		t.Fatalf("truncated record %+v", rec)
+	}
+}
+
+// testCompleteWithPoint: a completion that names a recovery point records
+// it with the outcome in one statement (the last phase and the stored
+// response commit together); one that names none keeps the record's point.
+// Fenced like every write of an attempt.
+func testCompleteWithPoint(t *testing.T, s *suite) {
+	c := s.insert("k")
+	if ok, err := s.h.Store.Advance(s.ctx, s.h.DB.Gorm, postkeys.AdvanceParams{ID: id("k"), Fence: c.Fence, Point: "phase1", Ref: "r1", Lease: lease}); err != nil || !ok {
+		t.Fatalf("Advance = %v, %v", ok, err)
+	}
+	complete := func(key string, fence int64, point string) bool {
+		t.Helper()
+		ok, err := s.h.Store.Complete(s.ctx, s.h.DB.Gorm, postkeys.CompleteParams{ID: id(key), Fence: fence,
+			Status: http.StatusCreated, Body: []byte(`{}`), Point: point, TTL: time.Hour})
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		return ok
+	}
+	if complete("k", c.Fence+1000, "phase2") {
+		t.Fatal("a completion with another fence applied")
+	}
+	if rec := s.mustGet("k"); rec.State != postkeys.StateInProgress || rec.RecoveryPoint != "phase1" {
+		t.Fatalf("record after a fenced completion %+v", rec)
+	}
+	if !complete("k", c.Fence, "phase2") {
+		t.Fatal("Complete with a point did not apply")
+	}
+	if rec := s.mustGet("k"); rec.State != postkeys.StateCompleted || rec.RecoveryPoint != "phase2" || rec.ResourceRef != "r1" ||
+		rec.ResponseStatus != http.StatusCreated || !rec.LockedUntil.IsZero() {
+		t.Fatalf("completed record %+v, want phase2 with the outcome", rec)
+	}
+	c2 := s.insert("k2")
+	if ok, err := s.h.Store.Advance(s.ctx, s.h.DB.Gorm, postkeys.AdvanceParams{ID: id("k2"), Fence: c2.Fence, Point: "phase1", Lease: lease}); err != nil || !ok {
+		t.Fatalf("Advance = %v, %v", ok, err)
+	}
+	if !complete("k2", c2.Fence, "") {
+		t.Fatal("Complete without a point did not apply")
+	}
+	if rec := s.mustGet("k2"); rec.State != postkeys.StateCompleted || rec.RecoveryPoint != "phase1" {
+		t.Fatalf("completed record %+v, want its point kept", rec)
 	}
 }
 
