@@ -31,9 +31,13 @@ func TestPaymentCreateCostsThreeCommits(t *testing.T) {
 		after := m.commits(e.app)
 		perRequest := float64(after-before) / n
 		t.Logf("%s: %d commits for %d requests (%.3f per request)", what, after-before, n, perRequest)
-		// Tolerance: two commits no request caused (see
-		// TestTransferCostsOneCommitPerRequest: the reopened pool's ping).
-		if perRequest > float64(want)+2.0/n {
+		// Tolerance: commits no request caused. Two from the reopened
+		// pool's ping (see TestTransferCostsOneCommitPerRequest), and up to
+		// four from the first use of the transactions' statements on the
+		// pool's new connections: pgx prepares the statements of a
+		// pipelined batch in a round trip of their own, ended by a Sync
+		// outside any transaction, which PostgreSQL counts as one.
+		if perRequest > float64(want)+6.0/n {
 			t.Fatalf("%s: %.3f commits per request, want at most %d", what, perRequest, want)
 		}
 		if after-before < int64(want*n) {

@@ -144,7 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer srv.Close()
 
 	b := &bench{o: o, db: db, srv: srv, load: newLoader(srv.URL(), o.clients), stdout: stdout, stderr: stderr,
-		nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}
+		nonce: strconv.FormatInt(time.Now().UnixNano(), 36), pgCPU: db.Dialect == "postgres" && localPostgres(db.DSN)}
 	st, err := b.stats(ctx)
 	if err != nil {
 		return err
@@ -199,6 +199,9 @@ type bench struct {
 	// database never share one.
 	nonce string
 	runs  int
+	// pgCPU: the PostgreSQL server runs on this machine, whose /proc
+	// gives its processes' CPU.
+	pgCPU bool
 }
 
 func (b *bench) newBar(total int, what string) *progressbar.ProgressBar {
@@ -251,10 +254,17 @@ func (b *bench) measure(ctx context.Context, sc *scenario, d time.Duration) (*sa
 	if err != nil {
 		return nil, err
 	}
+	var pg0 pgTicks
+	if b.pgCPU {
+		pg0 = postgresTicks()
+	}
 	b.runs++
 	s, err := b.load.run(ctx, sc, b.nonce+"r"+strconv.Itoa(b.runs), d)
 	if err != nil {
 		return nil, err
+	}
+	if pg0 != nil {
+		s.PGCPU = postgresTicks().since(pg0)
 	}
 	st1, err := b.stats(ctx)
 	if err != nil {
@@ -326,8 +336,8 @@ func summarize(scs []*scenario, samples [][]*sample) []Result {
 	}
 	out := make([]Result, len(scs))
 	for i, sc := range scs {
-		r := Result{Scenario: sc.name, About: sc.about, CommitsPerRequest: -1, CPUPerRequestUs: -1}
-		var rps, p50, p99, commits, cpu, ratio []float64
+		r := Result{Scenario: sc.name, About: sc.about, CommitsPerRequest: -1, CPUPerRequestUs: -1, PGCPUPerRequestUs: -1}
+		var rps, p50, p99, commits, cpu, pgCPU, ratio []float64
 		for round, s := range samples[i] {
 			rps = append(rps, s.reqPerSec())
 			p50 = append(p50, percentile(s.Latencies, 0.50))
@@ -338,6 +348,9 @@ func summarize(scs []*scenario, samples [][]*sample) []Result {
 			if s.CPU >= 0 && s.Requests > 0 {
 				cpu = append(cpu, s.CPU*1e6/float64(s.Requests))
 			}
+			if s.PGCPU >= 0 && s.Requests > 0 {
+				pgCPU = append(pgCPU, s.PGCPU*1e6/float64(s.Requests))
+			}
 			if naive >= 0 {
 				ratio = append(ratio, s.reqPerSec()/samples[naive][round].reqPerSec())
 			}
@@ -345,7 +358,7 @@ func summarize(scs []*scenario, samples [][]*sample) []Result {
 			r.Non2xx += s.Non2xx
 			r.Rounds = append(r.Rounds, Round{ReqPerSec: s.reqPerSec(), P50Ms: percentile(s.Latencies, 0.5),
 				P99Ms: percentile(s.Latencies, 0.99), Requests: s.Requests, Non2xx: s.Non2xx, Statuses: s.Statuses,
-				Commits: s.Commits, CPUSeconds: s.CPU})
+				Commits: s.Commits, CPUSeconds: s.CPU, PGCPUSeconds: s.PGCPU})
 			if s.Hot != nil {
 				if r.HotKey == nil {
 					r.HotKey = &hotCounts{}
@@ -363,6 +376,9 @@ func summarize(scs []*scenario, samples [][]*sample) []Result {
 		}
 		if len(cpu) > 0 {
 			r.CPUPerRequestUs = median(cpu)
+		}
+		if len(pgCPU) > 0 {
+			r.PGCPUPerRequestUs = median(pgCPU)
 		}
 		if len(ratio) > 0 {
 			r.RatioToNaive = median(ratio)

@@ -66,7 +66,15 @@ func TestBenchRunsEveryScenario(t *testing.T) {
 			if len(rep.Results) != len(want) {
 				t.Fatalf("%d results, want %d", len(rep.Results), len(want))
 			}
+			pgCPU := 0.0
 			for i, r := range rep.Results {
+				switch {
+				case dialect == "sqlite" && r.PGCPUPerRequestUs != -1:
+					t.Errorf("%s: PostgreSQL CPU measured on SQLite: %v", r.Scenario, r.PGCPUPerRequestUs)
+				case dialect == "postgres" && r.PGCPUPerRequestUs < 0:
+					t.Errorf("%s: PostgreSQL CPU not measured on a local server", r.Scenario)
+				}
+				pgCPU += max(r.PGCPUPerRequestUs, 0)
 				if r.Scenario != want[i].name {
 					t.Fatalf("result %d is %q, want %q", i, r.Scenario, want[i].name)
 				}
@@ -88,6 +96,9 @@ func TestBenchRunsEveryScenario(t *testing.T) {
 				if !strings.Contains(table, r.Scenario) {
 					t.Errorf("the table lacks %s", r.Scenario)
 				}
+			}
+			if dialect == "postgres" && pgCPU == 0 {
+				t.Error("PostgreSQL used no CPU in any scenario")
 			}
 			hot := rep.Results[len(rep.Results)-1].HotKey
 			if hot == nil || hot.Bad != 0 || hot.Keys == 0 || hot.Effects != hot.Keys {

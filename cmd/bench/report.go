@@ -66,21 +66,25 @@ type Result struct {
 	// CommitsPerRequest is from pg_stat_database; -1 on SQLite.
 	CommitsPerRequest float64 `json:"commits_per_request"`
 	// CPUPerRequestUs is CPU microseconds per request of config.cpu_scope.
-	CPUPerRequestUs float64    `json:"cpu_us_per_request"`
-	HotKey          *hotCounts `json:"hot_key,omitempty"`
-	Rounds          []Round    `json:"rounds"`
+	CPUPerRequestUs float64 `json:"cpu_us_per_request"`
+	// PGCPUPerRequestUs is the CPU microseconds per request of every
+	// PostgreSQL process on this machine; -1 on SQLite or a remote server.
+	PGCPUPerRequestUs float64    `json:"pg_cpu_us_per_request"`
+	HotKey            *hotCounts `json:"hot_key,omitempty"`
+	Rounds            []Round    `json:"rounds"`
 }
 
 // Round is one scenario run.
 type Round struct {
-	ReqPerSec  float64     `json:"req_per_s"`
-	P50Ms      float64     `json:"p50_ms"`
-	P99Ms      float64     `json:"p99_ms"`
-	Requests   int         `json:"requests"`
-	Non2xx     int         `json:"non_2xx"`
-	Statuses   map[int]int `json:"statuses"`
-	Commits    int64       `json:"commits"`
-	CPUSeconds float64     `json:"cpu_s"`
+	ReqPerSec    float64     `json:"req_per_s"`
+	P50Ms        float64     `json:"p50_ms"`
+	P99Ms        float64     `json:"p99_ms"`
+	Requests     int         `json:"requests"`
+	Non2xx       int         `json:"non_2xx"`
+	Statuses     map[int]int `json:"statuses"`
+	Commits      int64       `json:"commits"`
+	CPUSeconds   float64     `json:"cpu_s"`
+	PGCPUSeconds float64     `json:"pg_cpu_s"`
 }
 
 func printTable(w io.Writer, rep *Report) {
@@ -88,9 +92,9 @@ func printTable(w io.Writer, rep *Report) {
 		rep.Machine.CPUModel, rep.Machine.CPUs, rep.Machine.GOARCH, rep.Machine.Go, rep.Machine.Database,
 		rep.Config.Clients, rep.Config.Duration, rep.Config.Rounds, rep.Config.Pool, rep.Config.CPUScope)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\t× naive\tp50 ms\tp99 ms\tnon-2xx\tcommits/req\tCPU µs/req\t")
+	fmt.Fprintln(tw, "scenario\treq/s\t× naive\tp50 ms\tp99 ms\tnon-2xx\tcommits/req\tCPU µs/req\tPG CPU µs/req\t")
 	for _, r := range rep.Results {
-		ratio, commits, cpu := "-", "-", "-"
+		ratio, commits, cpu, pgCPU := "-", "-", "-", "-"
 		if r.RatioToNaive > 0 {
 			ratio = fmt.Sprintf("%.2f", r.RatioToNaive)
 		}
@@ -100,7 +104,10 @@ func printTable(w io.Writer, rep *Report) {
 		if r.CPUPerRequestUs >= 0 {
 			cpu = fmt.Sprintf("%.0f", r.CPUPerRequestUs)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.2f\t%.2f\t%d\t%s\t%s\t\n", r.Scenario, r.ReqPerSec, ratio, r.P50Ms, r.P99Ms, r.Non2xx, commits, cpu)
+		if r.PGCPUPerRequestUs >= 0 {
+			pgCPU = fmt.Sprintf("%.0f", r.PGCPUPerRequestUs)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t\n", r.Scenario, r.ReqPerSec, ratio, r.P50Ms, r.P99Ms, r.Non2xx, commits, cpu, pgCPU)
 	}
 	_ = tw.Flush()
 	for _, r := range rep.Results {
