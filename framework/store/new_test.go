@@ -18,7 +18,7 @@ import (
 
 // ownGorm opens a *gorm.DB the way an application does, with none of the
 // framework's DSN settings: no busy timeout, no _txlock, no lock_timeout.
-func ownGorm(t *testing.T, dialect string, pragmas ...string) *gorm.DB {
+func ownGorm(t testing.TB, dialect string, pragmas ...string) *gorm.DB {
 	t.Helper()
 	var dialector gorm.Dialector
 	if dialect == "sqlite" {
