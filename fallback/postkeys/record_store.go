@@ -297,7 +297,10 @@ var (
 		now:        "strftime('%Y-%m-%d %H:%M:%f', 'now', @off)",
 		plus:       "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', @off, @%s)",
 		nextFence:  "(SELECT last + 1 FROM idempotency_fence WHERE id = 1)",
-		ageSeconds: "((julianday('now', @off) - julianday(%s)) * 86400.0)",
+		// Both times have milliseconds; julianday's double (days since
+		// 4714 BC) carries about 20 µs, so the difference is rounded back
+		// to the millisecond (10 s would read 9.999986).
+		ageSeconds: "round((julianday('now', @off) - julianday(%s)) * 86400.0, 3)",
 		duration:   func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 6, 64) + " seconds" },
 	}
 )
@@ -430,9 +433,14 @@ func nullable(s string) any {
 }
 
 // returning runs a statement with RETURNING fence, attempt.
+// returning runs a claim statement (… RETURNING attempt, fence). It is
+// often the first statement of its transaction: store.Find sends it with
+// the transaction's BEGIN on PostgreSQL.
 func (s *gormRecordStore) returning(ctx context.Context, db *gorm.DB, name string, args map[string]any) (Claim, bool, error) {
 	var rows []Claim
-	if err := db.WithContext(ctx).Raw(s.sql[name], args).Find(&rows).Error; err != nil || len(rows) == 0 {
+	if err := store.Find(db.WithContext(ctx), func(q *gorm.DB) *gorm.DB {
+		return q.Raw(s.sql[name], args).Find(&rows)
+	}).Error; err != nil || len(rows) == 0 {
 		return Claim{}, false, err
 	}
 	return rows[0], true, nil
