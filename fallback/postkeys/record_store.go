@@ -294,9 +294,9 @@ var (
 	// milliseconds, one fixed width, so they compare as text; fences come
 	// from idempotency_fence, advanced by the table's triggers.
 	sqliteRecords = recordDialect{
-		now:        "strftime('%Y-%m-%d %H:%M:%f', 'now', @off)",
-		plus:       "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', @off, @%s)",
-		nextFence:  "(SELECT last + 1 FROM idempotency_fence WHERE id = 1)",
+		now:       "strftime('%Y-%m-%d %H:%M:%f', 'now', @off)",
+		plus:      "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', @off, @%s)",
+		nextFence: "(SELECT last + 1 FROM idempotency_fence WHERE id = 1)",
 		// Both times have milliseconds; julianday's double (days since
 		// 4714 BC) carries about 20 µs, so the difference is rounded back
 		// to the millisecond (10 s would read 9.999986).

@@ -20,7 +20,8 @@
 // begin is sent in the same batch (one network write, one round trip) as
 // the transaction's first statement, and writes queued with [Later] (whose
 // answer nothing needs: child rows, outbox events, savepoints) travel with
-// the next statement or with COMMIT. [ReadSnapshot] reads several queries
+// the next statement or with COMMIT; [Find] runs a query (INSERT …
+// RETURNING) with them in the same round trip. [ReadSnapshot] reads several queries
 // in one round trip and one REPEATABLE READ snapshot (a row and its child
 // rows). What it cannot set, New checks once and refuses with
 // [ErrMisconfigured] and what to change: SQLite must be in WAL mode,

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -89,6 +90,44 @@ func TestLater(t *testing.T) {
 			}
 			if n := count(); n != 2 {
 				t.Fatalf("rows = %d, want 2: a transaction whose queued write failed committed", n)
+			}
+
+			// store.Find as a transaction's first statement (sent with its
+			// BEGIN on PostgreSQL), then after a queued write: rows come back
+			// scanned, and a queued write's failure is the query's error.
+			var got []kv
+			if err := db.Write(ctx, func(tx *gorm.DB) error {
+				if err := store.Find(tx, func(q *gorm.DB) *gorm.DB {
+					return q.Raw("INSERT INTO kv (k, v) VALUES (?, ?) RETURNING k, v", "f", 8).Find(&got)
+				}).Error; err != nil {
+					return err
+				}
+				if err := later(tx, "g", 9, nil); err != nil {
+					return err
+				}
+				var again []kv
+				res := store.Find(tx, func(q *gorm.DB) *gorm.DB {
+					return q.Table("kv").Where("k IN ?", []string{"f", "g"}).Order("k").Find(&again)
+				})
+				if res.Error != nil || res.RowsAffected != 2 || again[1].V != 9 {
+					return fmt.Errorf("Find after a queued write: %v, %d rows, %+v", res.Error, res.RowsAffected, again)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].K != "f" || got[0].V != 8 {
+				t.Fatalf("RETURNING through Find: %+v", got)
+			}
+			err = db.Write(ctx, func(tx *gorm.DB) error {
+				if err := later(tx, "a", 10, func(err error) error { return errors.Join(dup, err) }); err != nil {
+					return err
+				}
+				var rows []kv
+				return store.Find(tx, func(q *gorm.DB) *gorm.DB { return q.Table("kv").Find(&rows) }).Error
+			})
+			if !errors.Is(err, dup) {
+				t.Fatalf("Find after a failing queued write = %v, want the write's error", err)
 			}
 
 			// A model with a gorm hook that writes: the hook's write

@@ -38,16 +38,15 @@ func ReadSnapshot(ctx context.Context, db *gorm.DB, queries ...func(*gorm.DB) *g
 	}
 	pool := db.Statement.ConnPool.(*sql.DB)
 	built := make([]*gorm.DB, len(queries))
-	b := &pgx.Batch{}
-	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	items := []queued{{sql: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}}
 	for i, q := range queries {
 		built[i] = q(db.Session(&gorm.Session{DryRun: true, Context: ctx}))
 		if built[i].Error != nil {
 			return nil, built[i].Error
 		}
-		b.Queue(built[i].Statement.SQL.String(), built[i].Statement.Vars...)
+		items = append(items, queued{sql: built[i].Statement.SQL.String(), args: built[i].Statement.Vars})
 	}
-	b.Queue("COMMIT")
+	b := batchOf(append(items, queued{sql: "COMMIT"}))
 	conn, err := pool.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -83,18 +82,9 @@ func readSnapshot(br pgx.BatchResults, built []*gorm.DB) error {
 		return err
 	}
 	for _, q := range built {
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
 		q.Error = nil
-		gorm.Scan(gormRows{rows}, q, 0)
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := scanInto(br, q); err != nil {
 			return err
-		}
-		if q.Error != nil && !errors.Is(q.Error, gorm.ErrRecordNotFound) {
-			return q.Error
 		}
 	}
 	_, err := br.Exec()

@@ -217,11 +217,7 @@ func (p *pinnedTx) send(ctx context.Context, last ...queued) (pgconn.CommandTag,
 		if !ok {
 			return fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx", ErrMisconfigured, dc)
 		}
-		b := &pgx.Batch{}
-		for _, it := range items {
-			b.Queue(it.sql, it.args...)
-		}
-		br := pc.Conn().SendBatch(ctx, b)
+		br := pc.Conn().SendBatch(ctx, batchOf(items))
 		var first error
 		for _, it := range items {
 			t, err := br.Exec()
@@ -353,6 +349,88 @@ func Later(tx *gorm.DB, build func(*gorm.DB) *gorm.DB, wrap func(error) error) e
 		return nil
 	}
 	p.queue = append(p.queue, queued{sql: dry.Statement.SQL.String(), args: dry.Statement.Vars, wrap: wrap})
+	return nil
+}
+
+// Find runs the query that build makes on tx (a gorm Find, Take, First or
+// Raw(…).Find) and scans its rows into build's destination, as build(tx)
+// would. When tx belongs to a [DB.Write] transaction on PostgreSQL and
+// writes are waiting to be sent (the begin, writes queued by [Later]), they
+// go out in the same round trip as the query: a transaction whose first
+// statement must return rows (INSERT … RETURNING) costs no round trip for
+// its BEGIN. The result (Error, RowsAffected) is returned.
+func Find(tx *gorm.DB, build func(*gorm.DB) *gorm.DB) *gorm.DB {
+	p, ok := tx.Statement.ConnPool.(*pinnedTx)
+	if !ok || !p.pipelined || len(p.queue) == 0 || p.failed != nil {
+		return build(tx)
+	}
+	dry := build(tx.Session(&gorm.Session{DryRun: true, SkipHooks: true}))
+	if dry.Error != nil || dry.Statement.SQL.Len() == 0 || hasHooks(dry.Statement.Schema) {
+		return build(tx)
+	}
+	items := append(p.queue, queued{sql: dry.Statement.SQL.String(), args: dry.Statement.Vars})
+	p.queue, p.sent = nil, true
+	dry.Error = nil
+	err := p.conn.Raw(func(dc any) error {
+		pc, ok := dc.(interface{ Conn() *pgx.Conn })
+		if !ok {
+			return fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx", ErrMisconfigured, dc)
+		}
+		br := pc.Conn().SendBatch(tx.Statement.Context, batchOf(items))
+		err := execAll(br, items[:len(items)-1])
+		if err == nil {
+			err = scanInto(br, dry)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	if err != nil {
+		p.failed = err
+		dry.Error = err
+	}
+	return dry
+}
+
+func batchOf(items []queued) *pgx.Batch {
+	b := &pgx.Batch{}
+	for _, it := range items {
+		b.Queue(it.sql, it.args...)
+	}
+	return b
+}
+
+// execAll reads the results of items, statements that return no rows
+// anyone reads, and returns the first error (wrapped by its statement's
+// wrap).
+func execAll(br pgx.BatchResults, items []queued) error {
+	for _, it := range items {
+		if _, err := br.Exec(); err != nil {
+			if it.wrap != nil {
+				return it.wrap(err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// scanInto reads the next result of br into the destination of the
+// dry-run query q, as gorm would, and sets q's Error and RowsAffected.
+func scanInto(br pgx.BatchResults, q *gorm.DB) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	gorm.Scan(gormRows{rows}, q, 0)
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if q.Error != nil && !errors.Is(q.Error, gorm.ErrRecordNotFound) {
+		return q.Error
+	}
 	return nil
 }
 
