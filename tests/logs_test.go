@@ -141,13 +141,20 @@ func holdWriteLock(t *testing.T, dsn string) func() {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
-	return func() {
-		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-			t.Errorf("rollback: %v", err)
-		}
-		conn.Close()
-		db.Close()
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+				t.Errorf("rollback: %v", err)
+			}
+			conn.Close()
+			db.Close()
+		})
 	}
+	// Released even when the test fails while holding it: the schema's
+	// cleanup would wait for the lock for ever.
+	t.Cleanup(release)
+	return release
 }
 
 // rejectInserts installs (or removes) a trigger that makes the database

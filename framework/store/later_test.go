@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -216,6 +217,68 @@ func BenchmarkWriteThreeInserts(b *testing.B) {
 						}
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestLockTimeoutHoldsForAFreshStatement: the first time a connection sends
+// a statement, pgx prepares it in a round trip of its own; were that sent
+// before the transaction's BEGIN and SET LOCAL lock_timeout, parsing an
+// INSERT into a table locked by another session would wait for the request
+// deadline instead of the lock timeout. Each case runs on a fresh pool, so
+// every statement is new to its connection.
+func TestLockTimeoutHoldsForAFreshStatement(t *testing.T) {
+	t.Parallel()
+	testdb.Postgres(t)
+	ctx := context.Background()
+	dsn := testdb.New(t, "postgres")
+	setup, err := store.Open(ctx, dsn, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = setup.Close() })
+	if err := setup.Gorm.Exec("CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL)").Error; err != nil {
+		t.Fatal(err)
+	}
+	holder, err := setup.SQL().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = holder.ExecContext(ctx, "ROLLBACK")
+		_ = holder.Close()
+	})
+	for _, stmt := range []string{"BEGIN", "LOCK TABLE kv IN EXCLUSIVE MODE"} {
+		if _, err := holder.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := map[string]func(tx *gorm.DB) error{
+		"Exec": func(tx *gorm.DB) error { return tx.Exec("INSERT INTO kv (k, v) VALUES (?, ?)", "a", 1).Error },
+		"Later": func(tx *gorm.DB) error {
+			return store.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Exec("INSERT INTO kv (k, v) VALUES (?, ?)", "b", 2) }, nil)
+		},
+		"Find": func(tx *gorm.DB) error {
+			var ks []string
+			return store.Find(tx, func(q *gorm.DB) *gorm.DB {
+				return q.Raw("INSERT INTO kv (k, v) VALUES (?, ?) RETURNING k", "c", 3).Find(&ks)
+			}).Error
+		},
+	}
+	for name, fn := range cases {
+		t.Run(name, func(t *testing.T) {
+			db, err := store.Open(ctx, dsn, store.Config{LockTimeout: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			err = db.Write(wctx, fn)
+			if waited := time.Since(start); !errors.Is(err, store.ErrLockTimeout) || waited > 5*time.Second {
+				t.Fatalf("Write on a locked table = %v after %v, want ErrLockTimeout after about 200ms", err, waited)
 			}
 		})
 	}

@@ -140,6 +140,9 @@ type queued struct {
 	sql  string
 	args []any
 	wrap func(error) error
+	// scan, when set, is the dry-run query (store.Find) whose rows this
+	// statement returns: they are scanned into its destination.
+	scan *gorm.DB
 }
 
 var (
@@ -209,7 +212,25 @@ func (p *pinnedTx) flush(ctx context.Context) error {
 // its statement's wrap). After an error PostgreSQL skips the rest of the
 // batch and the transaction is aborted; Write rolls it back.
 func (p *pinnedTx) send(ctx context.Context, last ...queued) (pgconn.CommandTag, error) {
-	items := append(p.queue, last...)
+	return p.roundTrip(ctx, append(p.queue, last...))
+}
+
+// roundTrip sends items (the queue, which it empties, and what follows)
+// as one pgx batch on the transaction's connection and reads the results
+// ([readAll]). A failure is kept in p.failed.
+//
+// One exception to one round trip: pgx prepares a statement it has not
+// prepared on this connection in a round trip of its own before the batch,
+// and when the batch starts the transaction that prepare runs outside it,
+// where the transaction's lock timeout does not hold yet (parsing an INSERT
+// waits for a table locked by DDL). So when the begin is in items and a
+// statement after it may not be prepared yet, the begin goes out first,
+// alone, and the rest follows inside the transaction.
+func (p *pinnedTx) roundTrip(ctx context.Context, items []queued) (pgconn.CommandTag, error) {
+	begins := 0
+	if !p.sent {
+		begins = p.beginLen
+	}
 	p.queue, p.sent = nil, true
 	var tag pgconn.CommandTag
 	err := p.conn.Raw(func(dc any) error {
@@ -217,30 +238,103 @@ func (p *pinnedTx) send(ctx context.Context, last ...queued) (pgconn.CommandTag,
 		if !ok {
 			return fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx", ErrMisconfigured, dc)
 		}
-		br := pc.Conn().SendBatch(ctx, batchOf(items))
-		var first error
-		for _, it := range items {
-			t, err := br.Exec()
-			if err != nil {
-				if first == nil {
-					first = err
-					if it.wrap != nil {
-						first = it.wrap(err)
-					}
-				}
-				continue
+		c := pc.Conn()
+		if begins > 0 && begins < len(items) && !prepared(c, items[begins:]) {
+			if _, err := runBatch(ctx, c, items[:begins]); err != nil {
+				return err
 			}
-			tag = t
+			items = items[begins:]
 		}
-		if err := br.Close(); err != nil && first == nil {
-			first = err
-		}
-		return first
+		var err error
+		tag, err = runBatch(ctx, c, items)
+		return err
 	})
 	if err != nil {
 		p.failed = err
 	}
 	return tag, err
+}
+
+// readAll reads the results of items in order, scanning the rows of a
+// query into its destination, and returns the command tag of the last or
+// the first error (wrapped by its statement's wrap).
+func readAll(br pgx.BatchResults, items []queued) (pgconn.CommandTag, error) {
+	var tag pgconn.CommandTag
+	for _, it := range items {
+		var err error
+		if it.scan != nil {
+			err = scanInto(br, it.scan)
+		} else {
+			tag, err = br.Exec()
+		}
+		if err != nil {
+			if it.wrap != nil {
+				err = it.wrap(err)
+			}
+			return tag, err
+		}
+	}
+	return tag, nil
+}
+
+// runBatch sends items as one batch and reads the results ([readAll]).
+func runBatch(ctx context.Context, c *pgx.Conn, items []queued) (pgconn.CommandTag, error) {
+	br := c.SendBatch(ctx, batchOf(items))
+	tag, err := readAll(br, items)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		markPrepared(c, items)
+	}
+	return tag, err
+}
+
+// The statements this package has sent in batches on a connection, kept
+// with the connection (pgconn's CustomData). pgx keeps up to 512 prepared
+// statements per connection (LRU) by default; the set is forgotten at 256,
+// so that a statement it holds is almost surely still prepared.
+const (
+	preparedKey   = "retrysafe/store.prepared"
+	execModeKey   = "retrysafe/store.exec_mode"
+	preparedLimit = 256
+)
+
+// prepared reports whether pgx will send items without preparing one
+// first: its exec mode prepares nothing, or every statement was sent on c
+// before.
+func prepared(c *pgx.Conn, items []queued) bool {
+	data := c.PgConn().CustomData()
+	mode, ok := data[execModeKey].(pgx.QueryExecMode)
+	if !ok {
+		mode = c.Config().DefaultQueryExecMode
+		data[execModeKey] = mode
+	}
+	switch mode {
+	case pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeExec:
+		return true
+	case pgx.QueryExecModeDescribeExec:
+		return false
+	}
+	known, _ := data[preparedKey].(map[string]struct{})
+	for _, it := range items {
+		if _, ok := known[it.sql]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func markPrepared(c *pgx.Conn, items []queued) {
+	data := c.PgConn().CustomData()
+	known, _ := data[preparedKey].(map[string]struct{})
+	if known == nil || len(known) >= preparedLimit {
+		known = make(map[string]struct{}, 16)
+		data[preparedKey] = known
+	}
+	for _, it := range items {
+		known[it.sql] = struct{}{}
+	}
 }
 
 // commit commits: on PostgreSQL the queue and COMMIT in one round trip
@@ -368,26 +462,9 @@ func Find(tx *gorm.DB, build func(*gorm.DB) *gorm.DB) *gorm.DB {
 	if dry.Error != nil || dry.Statement.SQL.Len() == 0 || hasHooks(dry.Statement.Schema) {
 		return build(tx)
 	}
-	items := append(p.queue, queued{sql: dry.Statement.SQL.String(), args: dry.Statement.Vars})
-	p.queue, p.sent = nil, true
 	dry.Error = nil
-	err := p.conn.Raw(func(dc any) error {
-		pc, ok := dc.(interface{ Conn() *pgx.Conn })
-		if !ok {
-			return fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx", ErrMisconfigured, dc)
-		}
-		br := pc.Conn().SendBatch(tx.Statement.Context, batchOf(items))
-		err := execAll(br, items[:len(items)-1])
-		if err == nil {
-			err = scanInto(br, dry)
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	})
-	if err != nil {
-		p.failed = err
+	if _, err := p.roundTrip(tx.Statement.Context, append(p.queue,
+		queued{sql: dry.Statement.SQL.String(), args: dry.Statement.Vars, scan: dry})); err != nil {
 		dry.Error = err
 	}
 	return dry
@@ -399,21 +476,6 @@ func batchOf(items []queued) *pgx.Batch {
 		b.Queue(it.sql, it.args...)
 	}
 	return b
-}
-
-// execAll reads the results of items, statements that return no rows
-// anyone reads, and returns the first error (wrapped by its statement's
-// wrap).
-func execAll(br pgx.BatchResults, items []queued) error {
-	for _, it := range items {
-		if _, err := br.Exec(); err != nil {
-			if it.wrap != nil {
-				return it.wrap(err)
-			}
-			return err
-		}
-	}
-	return nil
 }
 
 // scanInto reads the next result of br into the destination of the
