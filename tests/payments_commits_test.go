@@ -33,10 +33,9 @@ func TestPaymentCreateCostsThreeCommits(t *testing.T) {
 		t.Logf("%s: %d commits for %d requests (%.3f per request)", what, after-before, n, perRequest)
 		// Tolerance: commits no request caused. Two from the reopened
 		// pool's ping (see TestTransferCostsOneCommitPerRequest), and up to
-		// four from the first use of the transactions' statements on the
-		// pool's new connections: pgx prepares the statements of a
-		// pipelined batch in a round trip of their own, ended by a Sync
-		// outside any transaction, which PostgreSQL counts as one.
+		// four from the pool's new connections: pgx prepares a connection's
+		// first BEGIN in a round trip of its own, ended by a Sync outside
+		// any transaction, which PostgreSQL counts as one.
 		if perRequest > float64(want)+6.0/n {
 			t.Fatalf("%s: %.3f commits per request, want at most %d", what, perRequest, want)
 		}
