@@ -28,9 +28,9 @@ var errCommitRolledBack = errors.New("store: the transaction was rolled back at 
 // The transaction is begun on a connection of the application's pool with
 // what the framework needs set for this transaction only: on PostgreSQL
 // BEGIN and SET LOCAL lock_timeout, sent with the first statement (see
-// pinnedTx; it also holds behind PgBouncer in transaction pooling), on SQLite the connection's busy
-// timeout and BEGIN IMMEDIATE (the write lock is taken up front, so two
-// writers never deadlock on a lock upgrade). fn's *gorm.DB is a gorm
+// pinnedTx; it also holds behind PgBouncer in transaction pooling), on
+// SQLite the connection's busy timeout and BEGIN IMMEDIATE (the write lock
+// is taken up front, so two writers never deadlock on a lock upgrade). fn's *gorm.DB is a gorm
 // transaction as far as gorm is concerned: a nested tx.Transaction becomes
 // a savepoint, and gorm's own default transaction is skipped.
 func (db *DB) Write(ctx context.Context, fn func(tx *gorm.DB) error) error {
@@ -117,10 +117,10 @@ func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error)
 //
 // On PostgreSQL it pipelines: the begin and the writes queued by [Later]
 // wait in queue and go out in one pgx batch (one network write, one round
-// trip) with the next statement, or with the COMMIT. A create that inserts
-// a row, its child rows and an outbox event is then two round trips
-// (BEGIN + row; children + event + COMMIT) instead of five. Statements
-// still run in the order fn issued them: a query sends the queue before it.
+// trip) with the next statement, or with the COMMIT. A create that queues
+// its row, its child rows and an outbox event is then one round trip
+// instead of five. Statements still run in the order fn issued them: a
+// query sends the queue before it.
 type pinnedTx struct {
 	conn      *sql.Conn
 	pipelined bool
