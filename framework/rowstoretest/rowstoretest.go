@@ -297,24 +297,34 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Di
 				}
 			}
 		})
-		reads := 0
-		for stop := false; !stop; reads++ {
+		// The reader stops at its first bad read and waits for the
+		// writer, so that nothing reports after the test has ended.
+		reads, bad := 0, ""
+		for stop := false; !stop && bad == ""; reads++ {
 			select {
 			case <-done:
 				stop = true
 			default:
 			}
-			got := read(t, db, rs, "t1", id, true)
-			if int64(len(got.Parts)) != got.Version {
-				t.Fatalf("version %d read with %d parts", got.Version, len(got.Parts))
-			}
-			for _, part := range got.Parts {
-				if part.Label != fmt.Sprint(got.Version) {
-					t.Fatalf("version %d read with a part of version %s", got.Version, part.Label)
+			var got Widget
+			ok, err := rs.Read(ctx, db.Gorm, framework.ReadRowParams{Key: key("t1", id), Dest: &got, Preload: preload})
+			switch {
+			case !ok || err != nil:
+				bad = fmt.Sprintf("Read = %t, %v", ok, err)
+			case int64(len(got.Parts)) != got.Version:
+				bad = fmt.Sprintf("version %d read with %d parts", got.Version, len(got.Parts))
+			default:
+				for _, part := range got.Parts {
+					if part.Label != fmt.Sprint(got.Version) {
+						bad = fmt.Sprintf("version %d read with a part of version %s", got.Version, part.Label)
+					}
 				}
 			}
 		}
 		wg.Wait()
+		if bad != "" {
+			t.Fatal(bad)
+		}
 		if got := read(t, db, rs, "t1", id, true); got.Version != versions {
 			t.Fatalf("final version %d, want %d (after %d reads)", got.Version, versions, reads)
 		}

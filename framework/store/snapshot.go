@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 
@@ -10,19 +11,19 @@ import (
 	"gorm.io/gorm"
 )
 
-// ErrNoSnapshot is returned by [ReadSnapshot] when db cannot read in one
-// round trip: it is a transaction already (whose own reads see what it
-// wrote), or its dialect is not PostgreSQL. The caller reads the ordinary
-// way.
-var ErrNoSnapshot = errors.New("store: no one-round-trip snapshot on this handle")
+// ErrNoSnapshot is returned by [ReadSnapshot] when db is a transaction
+// already (whose own reads see what it wrote): the caller reads the
+// ordinary way.
+var ErrNoSnapshot = errors.New("store: no snapshot read on a transaction")
 
 // ReadSnapshot runs queries that must see one state of the database (a row
-// and its child rows, say) on PostgreSQL in one round trip: BEGIN ISOLATION
-// LEVEL REPEATABLE READ READ ONLY, the queries and COMMIT go out as one
-// pgx batch, and each result is scanned by gorm into its query's
-// destination. Each query is built by a function that receives a dry-run
-// session of db and returns it with one query (Find, Take, First) built
-// on it, for example
+// and its child rows, say) in one snapshot, and scans each into its
+// destination. On PostgreSQL they travel in one round trip: BEGIN
+// ISOLATION LEVEL REPEATABLE READ READ ONLY, the queries and COMMIT go out
+// as one pgx batch, and each result is scanned by gorm. On SQLite they run
+// in one read transaction on one connection (WAL gives it a snapshot).
+// Each query is built by a function that receives a session of db and
+// returns it with one query (Find, Take, First) on it, for example
 //
 //	store.ReadSnapshot(ctx, db,
 //		func(q *gorm.DB) *gorm.DB { return q.Table("orders").Where("id = ?", id).Take(&order) },
@@ -30,13 +31,20 @@ var ErrNoSnapshot = errors.New("store: no one-round-trip snapshot on this handle
 //
 // It returns, per query, its result: RowsAffected and Error as gorm sets
 // them (gorm.ErrRecordNotFound for an empty Take). Its own error is a
-// failure of the round trip, or [ErrNoSnapshot] when db is not a
-// PostgreSQL pool.
+// failure of the read, or [ErrNoSnapshot] when db is a transaction.
 func ReadSnapshot(ctx context.Context, db *gorm.DB, queries ...func(*gorm.DB) *gorm.DB) ([]*gorm.DB, error) {
 	if !CanReadSnapshot(db) {
 		return nil, ErrNoSnapshot
 	}
 	pool := db.Statement.ConnPool.(*sql.DB)
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if db.Dialector.Name() != "postgres" {
+		return readInTransaction(ctx, db, conn, queries)
+	}
 	built := make([]*gorm.DB, len(queries))
 	items := []queued{{sql: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}}
 	for i, q := range queries {
@@ -47,11 +55,6 @@ func ReadSnapshot(ctx context.Context, db *gorm.DB, queries ...func(*gorm.DB) *g
 		items = append(items, queued{sql: built[i].Statement.SQL.String(), args: built[i].Statement.Vars})
 	}
 	b := batchOf(append(items, queued{sql: "COMMIT"}))
-	conn, err := pool.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
 	err = conn.Raw(func(dc any) error {
 		pc, ok := dc.(interface{ Conn() *pgx.Conn })
 		if !ok {
@@ -70,11 +73,36 @@ func ReadSnapshot(ctx context.Context, db *gorm.DB, queries ...func(*gorm.DB) *g
 	return built, nil
 }
 
-// CanReadSnapshot reports whether [ReadSnapshot] can read on db: a
-// PostgreSQL pool, not a transaction.
+// readInTransaction runs the queries on conn in one read transaction
+// (SQLite: BEGIN, which in WAL mode reads one snapshot from its first
+// SELECT to its end) and ends it with ROLLBACK: nothing was written. A
+// connection that cannot end it is not returned to the pool.
+func readInTransaction(ctx context.Context, db *gorm.DB, conn *sql.Conn, queries []func(*gorm.DB) *gorm.DB) ([]*gorm.DB, error) {
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	built := make([]*gorm.DB, len(queries))
+	for i, q := range queries {
+		s := db.Session(&gorm.Session{NewDB: true, Context: ctx})
+		s.Statement.ConnPool = conn
+		built[i] = q(s)
+		if err := built[i].Error; err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, err
+		}
+	}
+	return built, ctx.Err()
+}
+
+// CanReadSnapshot reports whether [ReadSnapshot] can read on db: a pool,
+// not a transaction.
 func CanReadSnapshot(db *gorm.DB) bool {
 	_, pool := db.Statement.ConnPool.(*sql.DB)
-	return pool && db.Dialector.Name() == "postgres"
+	return pool
 }
 
 func readSnapshot(br pgx.BatchResults, built []*gorm.DB) error {
