@@ -68,7 +68,9 @@ type RowStore interface {
 	// List loads into p.Dest (a pointer to a slice) up to p.Limit live rows
 	// of p.Tenant matching p.Filters, newest first (created_at, id
 	// descending), after p.After when set, each with the child rows of the
-	// version read.
+	// version read. When rows keep changing while it reads (it tries three
+	// times), it fails with a 409 request_in_progress error rather than
+	// pair a version with another version's child rows; so does Read.
 	List(ctx context.Context, db *gorm.DB, p ListRowsParams) error
 }
 
@@ -248,7 +250,7 @@ func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (b
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return false, nil
 		}
-		if err != nil || len(p.Preload) == 0 || p.ForUpdate || attempt == 2 {
+		if err != nil || len(p.Preload) == 0 || p.ForUpdate {
 			return err == nil, err
 		}
 		// The child rows were read by a second statement: a replace that
@@ -262,6 +264,9 @@ func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (b
 		same, err := s.versionsUnchanged(ctx, db, p.Key.Table, p.Key.Tenant, map[uuid.UUID]int64{row.ID: row.Version})
 		if err != nil || same {
 			return err == nil, err
+		}
+		if attempt == 2 {
+			return false, errChangedWhileRead
 		}
 	}
 }
@@ -326,6 +331,12 @@ func (s gormRowStore) readSnapshot(ctx context.Context, db *gorm.DB, p ReadRowPa
 	}
 	return true, nil
 }
+
+// errChangedWhileRead: the rows kept changing between the read of a row
+// and the read of its child rows. A read never pairs a version with
+// another version's child rows: it answers 409 request_in_progress, which
+// a client retries.
+var errChangedWhileRead = Errorf(CodeRequestInProgress, "the resource changed while it was read; retry")
 
 // versionsUnchanged reports whether the rows of tenant named in versions
 // still have those versions.
@@ -426,7 +437,7 @@ func (s gormRowStore) List(ctx context.Context, db *gorm.DB, p ListRowsParams) e
 			return err
 		}
 		rows := reflect.ValueOf(p.Dest).Elem()
-		if len(p.Preload) == 0 || rows.Len() == 0 || attempt == 2 {
+		if len(p.Preload) == 0 || rows.Len() == 0 {
 			return nil
 		}
 		// As in Read: the page's child rows must belong to the versions read.
@@ -443,6 +454,9 @@ func (s gormRowStore) List(ctx context.Context, db *gorm.DB, p ListRowsParams) e
 			return err
 		}
 		rows.SetLen(0)
+		if attempt == 2 {
+			return errChangedWhileRead
+		}
 	}
 }
 
