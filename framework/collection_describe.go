@@ -75,7 +75,8 @@ func (c *Collection[Cmd, Model]) Describe() []RouteDescription {
 		},
 		Authenticated: true,
 		Responses:     []ResponseDescription{{Status: http.StatusOK, Description: "A page", Body: page}},
-		Problems:      []Code{CodeValidationFailed, CodeUnauthenticated, CodeUnavailable, CodeInternal},
+		// 409 request_in_progress: the page kept changing while it was read.
+		Problems: []Code{CodeValidationFailed, CodeUnauthenticated, CodeRequestInProgress, CodeUnavailable, CodeInternal},
 	}
 	for _, f := range c.res.Filters {
 		list.Query = append(list.Query, ParamDescription{Name: f, Description: "Only resources whose " + f + " equals this value."})

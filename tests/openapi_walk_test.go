@@ -128,6 +128,10 @@ func TestOpenAPIWalk(t *testing.T) {
 		unprovoked := map[string]bool{
 			"POST /v1/orders 409":             true,
 			"POST /v1/orders/{id}/submit 409": true,
+			// A list page that kept changing while it was read
+			// (rowstoretest's ChildRowsOfTheVersionRead provokes it).
+			"GET /v1/orders 409":  true,
+			"HEAD /v1/orders 409": true,
 		}
 		sc.mu.Lock()
 		defer sc.mu.Unlock()
