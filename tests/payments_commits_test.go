@@ -32,7 +32,7 @@ func TestPaymentCreateCostsThreeCommits(t *testing.T) {
 		perRequest := float64(after-before) / n
 		t.Logf("%s: %d commits for %d requests (%.3f per request)", what, after-before, n, perRequest)
 		// Tolerance: commits no request caused. Two from the reopened
-		// pool's ping (see TestTransferCostsOneCommitPerRequest), and up to
+		// pool's ping (see TestTransferCommitsOneWriteTransaction), and up to
 		// four from the pool's new connections: pgx prepares a connection's
 		// first BEGIN in a round trip of its own, ended by a Sync outside
 		// any transaction, which PostgreSQL counts as one.

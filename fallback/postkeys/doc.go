@@ -36,11 +36,16 @@
 //
 // Two modes:
 //
-//   - [Local]: the operation touches only this database. The claim, the
-//     business writes of [Operation.ExecuteFunc] and the completion commit
-//     in one transaction, so there is no crash window; a concurrent duplicate
-//     waits on the key until the winner commits, then replays (a wait past
-//     the store's lock timeout is 409 request_in_progress).
+//   - [Local]: the operation touches only this database. The record is
+//     read first, outside any transaction, and a key seen before is
+//     answered from that read. A new key's business writes
+//     ([Operation.ExecuteFunc]) and its record, created completed
+//     ([RecordStore.Create]), commit in one transaction, so there is no
+//     crash window. A concurrent duplicate waits on the key until the
+//     winner commits; its own transaction then rolls back whole and it
+//     replays through the claim path (claim, business writes and completion
+//     in one transaction), which also serves an expired record. A wait past
+//     the store's lock timeout is 409 request_in_progress.
 //   - [Phased]: the operation calls another system. [Operation.RunFunc]
 //     commits atomic phases with [Run.Phase], each recording a recovery
 //     point; calls carry [Run.DownstreamKey] and are preceded by

@@ -21,6 +21,11 @@ var (
 	// and the client gets a 500. Only tests set FailPointFunc.
 	ErrAbandoned = errors.New("postkeys: the attempt was abandoned at a fail point")
 
+	// ErrKeyTaken is returned (wrapped) by [RecordStore.Create], or by the
+	// transaction it deferred its statement to, when a record of the key
+	// exists: a concurrent request with the key committed first.
+	ErrKeyTaken = errors.New("postkeys: a record of this key exists")
+
 	// ErrRunning is returned by [Adapter.Start] when the workers are already
 	// running.
 	ErrRunning = errors.New("postkeys: the workers are already running")

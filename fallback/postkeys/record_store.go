@@ -3,12 +3,15 @@ package postkeys
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	sqlite "github.com/glebarez/go-sqlite"
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/store"
@@ -215,6 +218,17 @@ type RecordStore interface {
 	// Complete stores the outcome (and, when p.Point is set, the recovery
 	// point of the last phase) and ends the lease; fenced.
 	Complete(ctx context.Context, db *gorm.DB, p CompleteParams) (ok bool, err error)
+	// Create writes, with a plain INSERT, the completed record of a key
+	// the caller has just read as absent and executed without a claim in
+	// this same transaction (a Local operation): attempt 1, a new fence,
+	// c's fingerprint, p's outcome, recovery point p.Point or PointStarted.
+	// p.ID and p.Fence are ignored (c.ID names the record). It may defer
+	// the statement to the transaction's next round trip (store.Later).
+	// When a record of the key exists by then (a concurrent request with
+	// the key committed first), that statement or store.DB.Write fails
+	// with an error wrapping [ErrKeyTaken], and nothing of the transaction
+	// commits.
+	Create(ctx context.Context, db *gorm.DB, c ClaimParams, p CompleteParams) error
 	// MarkUnknown records that the attempt failed after a side effect;
 	// fenced.
 	MarkUnknown(ctx context.Context, db *gorm.DB, p MarkUnknownParams) (ok bool, err error)
@@ -373,6 +387,10 @@ SET recovery_point = @point, resource_ref = COALESCE(@ref, resource_ref), locked
 WHERE ` + liveAttempt,
 	"renew": `UPDATE idempotency_records SET locked_until = {lease}, updated_at = {now}
 WHERE ` + liveAttempt,
+	"create": `INSERT INTO idempotency_records (` + claimColumns + `,
+    response_status, response_headers, response_body, response_truncated, resource_ref, error_code)
+VALUES (@tenant, @operation, @key, @fingerprint, CAST(@version AS INTEGER), 'completed', @point, 1,
+    {next_fence}, NULL, {now}, {now}, {ttl}, @status, @headers, @body, @truncated, @ref, @code)`,
 	"complete": `UPDATE idempotency_records
 SET state = 'completed', locked_until = NULL, response_status = @status, response_headers = @headers,
     response_body = @body, response_truncated = @truncated, resource_ref = COALESCE(@ref, resource_ref),
@@ -489,9 +507,36 @@ func (s *gormRecordStore) Renew(ctx context.Context, db *gorm.DB, p RenewParams)
 }
 
 func (s *gormRecordStore) Complete(ctx context.Context, db *gorm.DB, p CompleteParams) (bool, error) {
-	header, err := json.Marshal(p.Header)
+	args, err := s.outcomeArgs(p)
 	if err != nil {
 		return false, err
+	}
+	args["fence"], args["point"] = p.Fence, nullable(p.Point)
+	n, err := s.exec(ctx, db, "complete", s.args(p.ID, args))
+	return n == 1, err
+}
+
+// Create is pipelined on PostgreSQL (store.Later): it travels with the
+// transaction's COMMIT.
+func (s *gormRecordStore) Create(ctx context.Context, db *gorm.DB, c ClaimParams, p CompleteParams) error {
+	args, err := s.outcomeArgs(p)
+	if err != nil {
+		return err
+	}
+	point := p.Point
+	if point == "" {
+		point = PointStarted
+	}
+	args["fingerprint"], args["version"], args["point"] = c.Fingerprint, c.FingerprintVersion, point
+	args = s.args(c.ID, args)
+	return store.Later(db.WithContext(ctx), func(q *gorm.DB) *gorm.DB { return q.Exec(s.sql["create"], args) }, keyTaken)
+}
+
+// outcomeArgs are the statement arguments of p's outcome.
+func (s *gormRecordStore) outcomeArgs(p CompleteParams) (map[string]any, error) {
+	header, err := json.Marshal(p.Header)
+	if err != nil {
+		return nil, err
 	}
 	body := p.Body
 	if body == nil && !p.Truncated {
@@ -500,10 +545,21 @@ func (s *gormRecordStore) Complete(ctx context.Context, db *gorm.DB, p CompleteP
 	if p.Truncated {
 		body = nil
 	}
-	n, err := s.exec(ctx, db, "complete", s.args(p.ID, map[string]any{"fence": p.Fence, "status": p.Status,
-		"headers": string(header), "body": body, "truncated": p.Truncated, "ref": nullable(p.Ref),
-		"point": nullable(p.Point), "code": nullable(p.ErrorCode), "ttl": s.d.duration(p.TTL)}))
-	return n == 1, err
+	return map[string]any{"status": p.Status, "headers": string(header), "body": body, "truncated": p.Truncated,
+		"ref": nullable(p.Ref), "code": nullable(p.ErrorCode), "ttl": s.d.duration(p.TTL)}, nil
+}
+
+// keyTaken wraps err with ErrKeyTaken when the records' primary key refused
+// the row (SQLSTATE 23505 on PostgreSQL, SQLITE_CONSTRAINT_PRIMARYKEY or
+// _UNIQUE on SQLite): the table has no other unique index.
+func keyTaken(err error) error {
+	var pgErr *pgconn.PgError
+	var sqlErr *sqlite.Error
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" ||
+		errors.As(err, &sqlErr) && (sqlErr.Code() == 1555 || sqlErr.Code() == 2067) {
+		return errors.Join(ErrKeyTaken, err)
+	}
+	return err
 }
 
 func (s *gormRecordStore) MarkUnknown(ctx context.Context, db *gorm.DB, p MarkUnknownParams) (bool, error) {

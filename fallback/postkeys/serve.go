@@ -134,12 +134,64 @@ func (a *Adapter) serveUnrecorded(ctx context.Context, op *operation, at *attemp
 	return outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}, nil
 }
 
-// serveLocal runs a Local operation: claim, business writes and completion
-// in one transaction. A concurrent duplicate waits on the record's key
-// inside its claim statement until the winner commits (bounded by the lock
-// timeout, which becomes 409 request_in_progress), then replays.
+// serveLocal runs a Local operation. The record is read first, outside
+// any transaction: a key seen before (a replay, a reuse with another body)
+// is answered from that one read. A key never seen is executed at once and
+// its record created, completed, in the transaction of the business writes
+// (serveLocalNew: on PostgreSQL the record travels with the COMMIT). A
+// concurrent request with the key that commits first makes that
+// transaction fail and roll back whole; then, as for an expired record,
+// the claim path decides (serveLocalClaimed).
 func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
-	const savepoint = "postkeys_execute"
+	rec, found, err := a.records.Get(ctx, a.db.Gorm, at.id)
+	if err != nil {
+		return outcome{}, a.db.Classify(err)
+	}
+	switch {
+	case found && !rec.Expired:
+		return a.answerExisting(ctx, a.db.Gorm, op, at, rec)
+	case !found:
+		out, err := a.serveLocalNew(ctx, op, at, version)
+		if !errors.Is(err, ErrKeyTaken) {
+			return out, err
+		}
+	}
+	return a.serveLocalClaimed(ctx, op, at, version)
+}
+
+// serveLocalNew executes a request whose key had no record a moment ago
+// and creates its record, completed, in the same transaction. Its error
+// wraps ErrKeyTaken when a record of the key was committed meanwhile:
+// nothing of this transaction committed.
+func (a *Adapter) serveLocalNew(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
+	var out outcome
+	at.number, at.fence, at.claimedAt = 1, 0, a.engine.Now()
+	err := a.db.Write(ctx, func(tx *gorm.DB) error {
+		tx = tx.WithContext(ctx)
+		var (
+			stored storedResponse
+			err    error
+		)
+		if out, stored, err = a.executeLocal(ctx, tx, op, at); err != nil {
+			return err
+		}
+		return a.records.Create(ctx, tx, a.claimParams(at, version), a.completeParams(at, stored))
+	})
+	if err != nil {
+		return outcome{}, err
+	}
+	// The record's fence is drawn by its INSERT and nothing reads it back:
+	// the event has none.
+	a.logTransition(ctx, at, "created", StateCompleted, out.resp.status, false)
+	return out, nil
+}
+
+// serveLocalClaimed runs a Local operation on the claim path: claim,
+// business writes and completion in one transaction, so there is no crash
+// window; a concurrent duplicate waits on the key inside its claim
+// statement until the winner commits (bounded by the lock timeout, which
+// becomes 409 request_in_progress), then replays.
+func (a *Adapter) serveLocalClaimed(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
 	var (
 		out      outcome
 		executed bool
@@ -155,31 +207,9 @@ func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, ve
 			return err
 		}
 		at.number, at.fence, at.claimedAt = c.Attempt, c.Fence, a.engine.Now()
-		if len(op.rejections) > 0 {
-			if err := tx.SavePoint(savepoint).Error; err != nil {
-				return err
-			}
-		}
-		resp, err := op.execute(ctx, tx, at)
 		var stored storedResponse
-		switch {
-		case err == nil:
-			if stored, err = a.storable(op, resp, ""); err != nil {
-				return err
-			}
-			out = outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}
-		case op.isRejection(err):
-			// The rejection binds the key; the writes before it do not happen.
-			if err := tx.RollbackTo(savepoint).Error; err != nil {
-				return err
-			}
-			stored = a.rejection(err)
-			out = outcome{resp: stored, body: stored.body, metric: framework.OutcomeRejected}
-		default:
+		if out, stored, err = a.executeLocal(ctx, tx, op, at); err != nil {
 			return err
-		}
-		if stored.truncated {
-			stored.body = nil
 		}
 		ok, err := a.records.Complete(ctx, tx, a.completeParams(at, stored))
 		if err != nil {
@@ -201,6 +231,43 @@ func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, ve
 	return out, nil
 }
 
+// executeLocal runs a Local operation's business writes on tx and returns
+// the outcome to store: its response, or a business rejection, whose
+// writes are rolled back to a savepoint taken before them (the rejection
+// binds the key; the writes before it do not happen).
+func (a *Adapter) executeLocal(ctx context.Context, tx *gorm.DB, op *operation, at *attempt) (outcome, storedResponse, error) {
+	const savepoint = "postkeys_execute"
+	if len(op.rejections) > 0 {
+		if err := tx.SavePoint(savepoint).Error; err != nil {
+			return outcome{}, storedResponse{}, err
+		}
+	}
+	resp, err := op.execute(ctx, tx, at)
+	var (
+		out    outcome
+		stored storedResponse
+	)
+	switch {
+	case err == nil:
+		if stored, err = a.storable(op, resp, ""); err != nil {
+			return outcome{}, storedResponse{}, err
+		}
+		out = outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}
+	case op.isRejection(err):
+		if err := tx.RollbackTo(savepoint).Error; err != nil {
+			return outcome{}, storedResponse{}, err
+		}
+		stored = a.rejection(err)
+		out = outcome{resp: stored, body: stored.body, metric: framework.OutcomeRejected}
+	default:
+		return outcome{}, storedResponse{}, err
+	}
+	if stored.truncated {
+		stored.body = nil
+	}
+	return out, stored, nil
+}
+
 // claimTx claims the key inside tx. A key nobody holds is taken by
 // [RecordStore.Insert], which neither locks nor writes when the key is
 // held; the record found instead is read plainly, so a replay writes
@@ -210,8 +277,7 @@ func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, ve
 func (a *Adapter) claimTx(ctx context.Context, tx *gorm.DB, at *attempt, version int) (c Claim, claimed bool, held Record, err error) {
 	ctx, span := framework.StartSpan(ctx, "postkeys.claim", framework.AttrOperation.String(at.id.Operation))
 	defer func() { span.SetAttributes(attribute.Bool("retrysafe.claimed", claimed)); framework.EndSpan(span, err) }()
-	p := ClaimParams{ID: at.id, Fingerprint: at.fingerprint, FingerprintVersion: version,
-		Lease: a.cfg.LeaseDuration, TTL: a.engine.Retention().ReplayWindow}
+	p := a.claimParams(at, version)
 	if c, claimed, err = a.records.Insert(ctx, tx, p); err != nil || claimed {
 		return c, claimed, Record{}, err
 	}
@@ -226,6 +292,12 @@ func (a *Adapter) claimTx(ctx context.Context, tx *gorm.DB, at *attempt, version
 		err = errors.New("postkeys: the record vanished inside the claim's transaction")
 	}
 	return Claim{}, false, rec, err
+}
+
+// claimParams is the claim of at's key.
+func (a *Adapter) claimParams(at *attempt, version int) ClaimParams {
+	return ClaimParams{ID: at.id, Fingerprint: at.fingerprint, FingerprintVersion: version,
+		Lease: a.cfg.LeaseDuration, TTL: a.engine.Retention().ReplayWindow}
 }
 
 // completeParams is the completion of at with the outcome s.
