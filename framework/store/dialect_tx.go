@@ -38,17 +38,16 @@ func (postgresDialect) begin(lockTimeout, statementTimeout time.Duration) []stri
 func (postgresDialect) pipelined() bool { return true }
 
 func (postgresDialect) check(ctx context.Context, db *sql.DB) error {
-	// A COMMIT that PostgreSQL answers ROLLBACK must not read as success:
-	// only pgx (what gorm.io/driver/postgres uses) reports that answer.
+	// Transactions are sent as pgx batches, and a COMMIT that PostgreSQL
+	// answers ROLLBACK must not read as success: both need pgx (what
+	// gorm.io/driver/postgres uses).
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	err = conn.Raw(func(dc any) error {
-		if _, ok := dc.(interface{ Conn() *pgx.Conn }); !ok {
-			return fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx (use gorm.io/driver/postgres or pgx's stdlib)", ErrMisconfigured, dc)
-		}
-		return nil
+		_, err := pgxConn(dc)
+		return err
 	})
 	_ = conn.Close()
 	if err != nil {
@@ -96,4 +95,14 @@ func (sqliteDialect) check(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("%w: the SQLite database is in journal_mode %q, not WAL: open it with _pragma=journal_mode(WAL) in the DSN or run PRAGMA journal_mode=WAL once", ErrMisconfigured, mode)
 	}
 	return nil
+}
+
+// pgxConn is the pgx connection under a database/sql driver connection of
+// PostgreSQL; [New] refuses any other driver.
+func pgxConn(dc any) (*pgx.Conn, error) {
+	pc, ok := dc.(interface{ Conn() *pgx.Conn })
+	if !ok {
+		return nil, fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx (use gorm.io/driver/postgres or pgx's stdlib)", ErrMisconfigured, dc)
+	}
+	return pc.Conn(), nil
 }

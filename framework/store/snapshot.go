@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
@@ -56,12 +55,12 @@ func ReadSnapshot(ctx context.Context, db *gorm.DB, queries ...func(*gorm.DB) *g
 	}
 	b := batchOf(append(items, queued{sql: "COMMIT"}))
 	err = conn.Raw(func(dc any) error {
-		pc, ok := dc.(interface{ Conn() *pgx.Conn })
-		if !ok {
-			return fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx", ErrMisconfigured, dc)
+		c, err := pgxConn(dc)
+		if err != nil {
+			return err
 		}
-		br := pc.Conn().SendBatch(ctx, b)
-		err := readSnapshot(br, built)
+		br := c.SendBatch(ctx, b)
+		err = readSnapshot(br, built)
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}

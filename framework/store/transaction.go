@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -234,18 +233,16 @@ func (p *pinnedTx) roundTrip(ctx context.Context, items []queued) (pgconn.Comman
 	p.queue, p.sent = nil, true
 	var tag pgconn.CommandTag
 	err := p.conn.Raw(func(dc any) error {
-		pc, ok := dc.(interface{ Conn() *pgx.Conn })
-		if !ok {
-			return fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx", ErrMisconfigured, dc)
+		c, err := pgxConn(dc)
+		if err != nil {
+			return err
 		}
-		c := pc.Conn()
 		if begins > 0 && begins < len(items) && !prepared(c, items[begins:]) {
 			if _, err := runBatch(ctx, c, items[:begins]); err != nil {
 				return err
 			}
 			items = items[begins:]
 		}
-		var err error
 		tag, err = runBatch(ctx, c, items)
 		return err
 	})
