@@ -24,24 +24,7 @@ func TestPaymentCreateCostsThreeCommits(t *testing.T) {
 	const n = 40
 	check := func(what string, want int, send func(i int)) {
 		t.Helper()
-		before := m.commits(e.app)
-		for i := range n {
-			send(i)
-		}
-		after := m.commits(e.app)
-		perRequest := float64(after-before) / n
-		t.Logf("%s: %d commits for %d requests (%.3f per request)", what, after-before, n, perRequest)
-		// Tolerance: commits no request caused. Two from the reopened
-		// pool's ping (see TestTransferCommitsOneWriteTransaction), and up to
-		// four from the pool's new connections: pgx prepares a connection's
-		// first BEGIN in a round trip of its own, ended by a Sync outside
-		// any transaction, which PostgreSQL counts as one.
-		if perRequest > float64(want)+6.0/n {
-			t.Fatalf("%s: %.3f commits per request, want at most %d", what, perRequest, want)
-		}
-		if after-before < int64(want*n) {
-			t.Fatalf("%s: %d commits for %d requests: the counter did not see every request", what, after-before, n)
-		}
+		m.perRequest(e.app, what, n, want, send)
 	}
 	check("create", 3, func(i int) {
 		wantStatus(t, e.pay(tokenAcme, fmt.Sprintf("c-%d", i), paymentBody(100+i, "pm_card_visa")), http.StatusCreated)

@@ -115,6 +115,30 @@ WHERE datname = $1 AND backend_type = 'client backend'`, m.name).Scan(&backends)
 	return last
 }
 
+// perRequest sends n requests with send and fails unless they cost want
+// commits each. Tolerance: four commits no request caused. pgx's
+// database/sql driver pings a connection the first time it is reused (and
+// after a second idle), and PostgreSQL counts even an empty query as a
+// transaction: the pool reopened after commits() costs one or two; and pgx
+// prepares a new connection's first BEGIN in a round trip of its own,
+// ended by a Sync outside any transaction, which PostgreSQL counts too.
+func (m *commitMeter) perRequest(a *app.App, what string, n, want int, send func(i int)) {
+	m.tb.Helper()
+	before := m.commits(a)
+	for i := range n {
+		send(i)
+	}
+	after := m.commits(a)
+	perRequest := float64(after-before) / float64(n)
+	m.tb.Logf("%s: %d commits for %d requests (%.3f per request)", what, after-before, n, perRequest)
+	if perRequest > float64(want)+4.0/float64(n) {
+		m.tb.Fatalf("%s: %.3f commits per request, want at most %d", what, perRequest, want)
+	}
+	if after-before < int64(want*n) {
+		m.tb.Fatalf("%s: %d commits for %d requests: the counter did not see every request", what, after-before, n)
+	}
+}
+
 // TestTransferCommitsOneWriteTransaction: a local-mode create reads the
 // record first (an autocommit SELECT, which PostgreSQL counts) and then
 // commits both balance moves, the transfer row and its completed record in
@@ -128,24 +152,7 @@ func TestTransferCommitsOneWriteTransaction(t *testing.T) {
 	const n = 40
 	check := func(what string, want int, send func(i int)) {
 		t.Helper()
-		before := m.commits(e.app)
-		for i := range n {
-			send(i)
-		}
-		after := m.commits(e.app)
-		perRequest := float64(after-before) / n
-		t.Logf("%s: %d commits for %d requests (%.3f per request)", what, after-before, n, perRequest)
-		// Tolerance: commits no request caused. pgx's database/sql driver
-		// pings a connection the first time it is reused (and after a
-		// second idle), and PostgreSQL counts even an empty query as a
-		// transaction: the pool reopened after commits() costs one; and a
-		// new connection's first BEGIN is prepared outside a transaction.
-		if perRequest > float64(want)+4.0/n {
-			t.Fatalf("%s: %.3f commits per request, want at most %d", what, perRequest, want)
-		}
-		if after-before < int64(want*n) {
-			t.Fatalf("%s: %d commits for %d requests: the counter did not see every request", what, after-before, n)
-		}
+		m.perRequest(e.app, what, n, want, send)
 	}
 	check("create", 2, func(i int) {
 		wantStatus(t, e.transfer(tokenAcme, fmt.Sprintf("c-%d", i), transferBody("acc_a", "acc_b", 1, "EUR")), http.StatusCreated)
