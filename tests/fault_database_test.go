@@ -28,7 +28,7 @@ func TestFaultDatabaseKilled(t *testing.T) {
 	pg := pgtemp.Start(t)
 	dsn := pg.CreateDatabase("retrysafe")
 	proc := demoproc.Start(t, demoproc.Config{Bin: demoproc.Build(t), DSN: dsn,
-		Args: []string{"-lease", "2s", "-recovery-interval", "200ms"}})
+		Args: append([]string{"-lease", "2s", "-recovery-interval", "200ms"}, keepEvents...)})
 	n := faultScale(150, 600)
 	w := newWorkload(n, "dbkill", 5)
 	kills := faultScale(1, 3)

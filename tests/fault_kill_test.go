@@ -66,7 +66,7 @@ func TestFaultAPIKilled(t *testing.T) {
 	dsn := testdb.New(t, "postgres") // skips without TEST_DATABASE_URL
 	n := faultScale(150, 600)
 	proc := demoproc.Start(t, demoproc.Config{Bin: demoproc.Build(t), DSN: dsn,
-		Args: []string{"-lease", "2s", "-recovery-interval", "200ms", "-pause-at", "after_charge=100ms"}})
+		Args: append([]string{"-lease", "2s", "-recovery-interval", "200ms", "-pause-at", "after_charge=100ms"}, keepEvents...)})
 	base := proc.URL()
 	db := openStore(t, dsn)
 

@@ -69,7 +69,7 @@ func TestFaultSeveralProcesses(t *testing.T) {
 			dsn := testdb.New(t, "postgres")
 			var bases []string
 			for range procs {
-				bases = append(bases, demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn}).URL())
+				bases = append(bases, demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: keepEvents}).URL())
 			}
 			n := faultScale(30, 150)
 			tally := sameRequestAtOnce(t, newWorkload(n, fmt.Sprintf("procs%d", procs), uint64(procs)), 8, dsn, bases...)
@@ -94,7 +94,7 @@ func TestFaultPgBouncer(t *testing.T) {
 	bin := demoproc.Build(t)
 	var bases []string
 	for range 4 {
-		bases = append(bases, demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn}).URL())
+		bases = append(bases, demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: keepEvents}).URL())
 	}
 	n := faultScale(30, 150)
 	tally := sameRequestAtOnce(t, newWorkload(n, "bouncer", 9), 8, direct, bases...)

@@ -77,6 +77,11 @@ func (w *workload) wantFinals(t *testing.T, finals []response) {
 
 func bytesContains(b []byte, s string) bool { return strings.Contains(string(b), s) }
 
+// keepEvents makes a demo process keep the outbox events it published (its
+// relay deletes them by default), so that a test counts every event ever
+// written: exactly one order.created per order, published or not.
+var keepEvents = []string{"-outbox-retention", "1h"}
+
 // wantEffects checks the database: every operation had exactly one effect
 // (no duplicate, none lost), and every 201 the clients saw (acked, any
 // number per operation) is backed by a committed row.

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/demoproc"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -22,7 +23,8 @@ func TestTwoProcessesCreateOneOrder(t *testing.T) {
 	t.Parallel()
 	dsn := testdb.New(t, "postgres") // skips without TEST_DATABASE_URL
 	bin := buildDemo(t)
-	bases := []string{startDemo(t, bin, dsn), startDemo(t, bin, dsn)}
+	bases := []string{demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: keepEvents}).URL(),
+		demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: keepEvents}).URL()}
 
 	id := uuid.New()
 	const n = 40

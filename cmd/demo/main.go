@@ -38,6 +38,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/outbox"
 	"github.com/retrysafe/retrysafe/framework/store"
 )
 
@@ -64,6 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	idle := fs.Duration("idle-timeout", framework.DefaultIdleTimeout, "keep-alive connections idle this long are closed")
 	connect := fs.Duration("db-connect-timeout", 5*time.Second, "time to open one database connection")
 	statement := fs.Duration("db-statement-timeout", 5*time.Second, "time one SQL statement of a write transaction may run (PostgreSQL)")
+	outboxRetention := fs.Duration("outbox-retention", 0, "keep published outbox events this long (default 0: delete each as it is published)")
 	faults := addFaultFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -96,7 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer func() { _ = shutdownTracing(context.WithoutCancel(ctx)) }()
 
 	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, TracerProvider: tp,
-		Events: app.EventsConfig{NATSURL: *natsURL}, PostKeys: postKeys, RequestDeadline: *deadline,
+		Events: app.EventsConfig{NATSURL: *natsURL, Relay: outbox.Config{Retention: *outboxRetention}}, PostKeys: postKeys, RequestDeadline: *deadline,
 		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement, MaxOpenConns: *pool}})
 	if err != nil {
 		return err

@@ -24,14 +24,16 @@
 // context of ctx. The tables are the framework's (migrations 00002).
 //
 // The relay ([NewRelay], [Relay.Start]) claims pending events in batches,
-// publishes them and marks them published. On PostgreSQL several relays may
+// publishes them and deletes them. On PostgreSQL several relays may
 // run at once (FOR UPDATE SKIP LOCKED, each claim starting at an aggregate's
 // earliest pending event); on SQLite one. A relay that dies between a
-// publish and its mark publishes the event again later: publishers and
+// publish and its delete publishes the event again later: publishers and
 // consumers deduplicate by [Event.ID] (see package natsjs and package
 // inbox). Refused events are retried with backoff and parked after
 // [Config.MaxAttempts]; see [Relay] for what that means for the aggregate.
-// Published events are deleted after [Config.Retention] in bounded batches.
+// A published event is deleted in the transaction that settles its batch;
+// with a positive [Config.Retention] it is marked published instead and
+// deleted that much later, in bounded batches.
 // [Metrics] reports the lag and the counts on the registry passed in
 // [Config.Registerer]. With [Config.TracerProvider] every publish is a
 // producer span in the writing request's trace, and the event carries that

@@ -70,6 +70,16 @@ func (r *recorder) Publish(_ context.Context, ev outbox.Event) error {
 	return nil
 }
 
+// refusing is a recorder that refuses every event of the aggregate.
+func refusing(aggregate string) *recorder {
+	return &recorder{fail: func(ev outbox.Event) error {
+		if ev.AggregateID == aggregate {
+			return fmt.Errorf("%w: refused for the test", outbox.ErrRefused)
+		}
+		return nil
+	}}
+}
+
 func (r *recorder) got() []outbox.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -275,6 +285,10 @@ func TestRelayCleanupDeletesPublishedInBatches(t *testing.T) {
 		if _, err := relay.Drain(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		var kept int64
+		if err := db.Gorm.Table("outbox_events").Where("published_at IS NOT NULL").Count(&kept).Error; err != nil || kept != 5 {
+			t.Fatalf("kept %d published events (%v), want 5", kept, err)
+		}
 		if st, err := relay.CleanupOnce(context.Background()); err != nil || st.Deleted != 0 {
 			t.Fatalf("within retention: %+v %v", st, err)
 		}
@@ -282,6 +296,43 @@ func TestRelayCleanupDeletesPublishedInBatches(t *testing.T) {
 		st, err := relay.CleanupOnce(context.Background())
 		if err != nil || st.Deleted != 5 || st.Batches != 3 {
 			t.Fatalf("cleanup: %+v %v", st, err)
+		}
+	})
+}
+
+// TestRelayDeletesWhatItPublishes: with no retention (the default) the
+// batch that publishes an event deletes it; a refused event stays, with its
+// attempt counted, and so does the event waiting behind it.
+func TestRelayDeletesWhatItPublishes(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		db := setup(t, dsn)
+		emit(t, db, "acme", "good", 3)
+		emit(t, db, "acme", "bad", 2)
+		rec := refusing("bad")
+		relay, err := outbox.NewRelay(db, rec, outbox.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats, err := relay.RunOnce(context.Background())
+		if err != nil || stats.Published != 3 || stats.Refused != 1 {
+			t.Fatalf("run: %+v %v", stats, err)
+		}
+		type left struct {
+			AggregateID string
+			Seq         int64
+			Attempts    int
+		}
+		var rows []left
+		if err := db.Gorm.Table("outbox_events").Select("aggregate_id, seq, attempts").Order("position").Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		if want := []left{{"bad", 1, 1}, {"bad", 2, 0}}; fmt.Sprint(rows) != fmt.Sprint(want) {
+			t.Fatalf("left in the outbox: %+v, want %+v", rows, want)
+		}
+		wantInOrder(t, rec.got(), map[string]int64{"acme/good": 3})
+		if st, err := relay.CleanupOnce(context.Background()); err != nil || st.Deleted != 0 {
+			t.Fatalf("cleanup deleted %+v (%v): pending events are never deleted", st, err)
 		}
 	})
 }
@@ -340,12 +391,7 @@ func TestEventsBehindABackoffDoNotStarveOthers(t *testing.T) {
 		db := setup(t, dsn)
 		emit(t, db, "acme", "bad", 6)
 		emit(t, db, "acme", "good", 1)
-		rec := &recorder{fail: func(ev outbox.Event) error {
-			if ev.AggregateID == "bad" {
-				return fmt.Errorf("%w: no", outbox.ErrRefused)
-			}
-			return nil
-		}}
+		rec := refusing("bad")
 		relay, err := outbox.NewRelay(db, rec, outbox.Config{BatchSize: 2, BaseBackoff: time.Hour, MaxBackoff: time.Hour})
 		if err != nil {
 			t.Fatal(err)

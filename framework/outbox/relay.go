@@ -27,7 +27,6 @@ const (
 	DefaultMaxAttempts     = 10
 	DefaultBaseBackoff     = time.Second
 	DefaultMaxBackoff      = time.Minute
-	DefaultRetention       = 24 * time.Hour
 	DefaultCleanupInterval = time.Minute
 	DefaultCleanupBatch    = 1000
 )
@@ -48,8 +47,13 @@ type Config struct {
 	BaseBackoff time.Duration
 	// MaxBackoff caps the backoff. Defaults to 1m.
 	MaxBackoff time.Duration
-	// Retention is how long published events are kept before the cleanup
-	// deletes them. Defaults to 24h.
+	// Retention is how long published events are kept. Zero, the default,
+	// keeps none: an event is deleted in the transaction that settles its
+	// batch, the cheapest way to record that it was published (a delete
+	// adds no index entries; marking it published rewrites the row and
+	// every index entry). A positive Retention marks the event published
+	// instead, and the cleanup deletes it that much later: for operators
+	// who read published events in the table.
 	Retention time.Duration
 	// CleanupInterval is the pause between two cleanups run by
 	// [Relay.Start]. Defaults to 1m.
@@ -94,7 +98,6 @@ func (c Config) withDefaults() (Config, error) {
 	defD(&c.PollInterval, DefaultPollInterval)
 	defD(&c.BaseBackoff, DefaultBaseBackoff)
 	defD(&c.MaxBackoff, DefaultMaxBackoff)
-	defD(&c.Retention, DefaultRetention)
 	defD(&c.CleanupInterval, DefaultCleanupInterval)
 	if c.MaxBackoff < c.BaseBackoff {
 		return c, errors.New("outbox: MaxBackoff must not be below BaseBackoff")
@@ -149,7 +152,7 @@ func NewRelay(db *store.DB, pub Publisher, cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := newRelayStore(db)
+	st, err := newRelayStore(db, cfg.Retention > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +322,8 @@ type CleanupStats struct {
 
 // CleanupOnce deletes events published more than [Config.Retention] ago, in
 // batches of [Config.CleanupBatchSize], one statement each. Pending and
-// parked events are never deleted.
+// parked events are never deleted. With no retention it deletes the events
+// left marked published by a relay that kept them.
 func (r *Relay) CleanupOnce(ctx context.Context) (CleanupStats, error) {
 	var stats CleanupStats
 	cutoff := r.cfg.Now().Add(-r.cfg.Retention)

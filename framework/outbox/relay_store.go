@@ -54,8 +54,8 @@ var (
 	_ relayStore = (*sqliteRelayStore)(nil)
 )
 
-func newRelayStore(db *store.DB) (relayStore, error) {
-	base := gormRelayStore{db: db}
+func newRelayStore(db *store.DB, keepPublished bool) (relayStore, error) {
+	base := gormRelayStore{db: db, keepPublished: keepPublished}
 	switch db.Dialect.Name() {
 	case "postgres":
 		return &postgresRelayStore{base}, nil
@@ -77,8 +77,9 @@ func newRelayStore(db *store.DB) (relayStore, error) {
 // before an earlier one, whoever holds the earlier one. On PostgreSQL the
 // rows are locked FOR UPDATE SKIP LOCKED, so concurrent relays claim
 // disjoint sets; an aggregate whose head another relay holds is left out.
-// A row locked by a relay that then marked it published is re-checked
-// against the WHERE clause after the lock, so it is never claimed twice.
+// A row locked by a relay that then deleted it or marked it published is
+// re-checked against the WHERE clause after the lock (or found gone), so it
+// is never claimed twice.
 // The look for an earlier event is a scalar subquery rather than NOT
 // EXISTS: it cannot be turned into a join, so it always probes the
 // aggregate's pending index, even on a table the planner has no statistics
@@ -142,7 +143,12 @@ func (s *sqliteRelayStore) withBatch(ctx context.Context, now time.Time, limit i
 }
 
 // gormRelayStore is the SQL both dialects share.
-type gormRelayStore struct{ db *store.DB }
+type gormRelayStore struct {
+	db *store.DB
+	// keepPublished marks published events instead of deleting them
+	// ([Config.Retention] > 0).
+	keepPublished bool
+}
 
 func (s *gormRelayStore) claim(q *gorm.DB, sql string, now time.Time, limit int) ([]claimedEvent, error) {
 	var rows []eventRow
@@ -176,10 +182,18 @@ func (s *gormRelayStore) settle(tx *gorm.DB, now time.Time, done []settlement) e
 			}
 		}
 	}
-	if len(published) > 0 {
+	switch {
+	case len(published) == 0:
+	case s.keepPublished:
 		if err := tx.Model(&eventRow{}).Where("position IN ?", published).
 			Update("published_at", now.UTC()).Error; err != nil {
 			return fmt.Errorf("outbox: mark published: %w", err)
+		}
+	default:
+		// The claim's row locks (PostgreSQL) or the single relay (SQLite)
+		// keep these rows as claimed: none was settled by another relay.
+		if err := tx.Where("position IN ?", published).Delete(&eventRow{}).Error; err != nil {
+			return fmt.Errorf("outbox: delete published: %w", err)
 		}
 	}
 	return nil
