@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // What each dialect sets per transaction, checks at start-up and how it
@@ -104,5 +106,46 @@ func pgxConn(dc any) (*pgx.Conn, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx (use gorm.io/driver/postgres or pgx's stdlib)", ErrMisconfigured, dc)
 	}
-	return pc.Conn(), nil
+	c := pc.Conn()
+	registerTypes(c)
+	return c, nil
+}
+
+// typesKey marks a connection whose type map [registerTypes] has taught.
+const typesKey = "retrysafe/store.types"
+
+// registerTypes teaches c's type map, once per connection, to send a
+// github.com/google/uuid UUID (the ID of every resource) as the 16 bytes
+// it is. Left to itself, pgx sends it through its driver.Valuer: the UUID
+// becomes a string, which pgx cannot put in the binary format of a uuid
+// parameter, so it builds an error message, parses the string back and
+// encodes that, for every UUID of every statement.
+func registerTypes(c *pgx.Conn) {
+	data := c.PgConn().CustomData()
+	if _, done := data[typesKey]; done {
+		return
+	}
+	m := c.TypeMap()
+	m.TryWrapEncodePlanFuncs = append([]pgtype.TryWrapEncodePlanFunc{tryWrapUUIDEncodePlan}, m.TryWrapEncodePlanFuncs...)
+	// Also forgets the plans made before the line above.
+	m.RegisterDefaultPgType(uuid.UUID{}, "uuid")
+	data[typesKey] = true
+}
+
+func tryWrapUUIDEncodePlan(value any) (pgtype.WrappedEncodePlanNextSetter, any, bool) {
+	if u, ok := value.(uuid.UUID); ok {
+		return &uuidEncodePlan{}, [16]byte(u), true
+	}
+	return nil, nil, false
+}
+
+// uuidEncodePlan encodes a uuid.UUID as its [16]byte. For a parameter that
+// is not a uuid (a text column) pgx finds no plan for the bytes and goes
+// on to the Valuer's string, as before.
+type uuidEncodePlan struct{ next pgtype.EncodePlan }
+
+func (p *uuidEncodePlan) SetNext(next pgtype.EncodePlan) { p.next = next }
+
+func (p *uuidEncodePlan) Encode(value any, buf []byte) ([]byte, error) {
+	return p.next.Encode([16]byte(value.(uuid.UUID)), buf)
 }
