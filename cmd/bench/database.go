@@ -24,7 +24,12 @@ type database struct {
 	Dialect string
 	name    string  // the PostgreSQL database's name
 	admin   *sql.DB // on the -db database, never on the measured one
-	dir     string  // the SQLite file's temporary folder
+	// inspect reads the server's WAL through pg_walinspect, installed in
+	// the measured database (dropped with it); nil where the extension is
+	// not available (before PostgreSQL 15, or without the right to
+	// create it). It keeps no connection open between two uses.
+	inspect *sql.DB
+	dir     string // the SQLite file's temporary folder
 }
 
 func openDatabase(ctx context.Context, dsn string) (*database, error) {
@@ -61,7 +66,16 @@ func openDatabase(ctx context.Context, dsn string) (*database, error) {
 		return nil, err
 	}
 	u.Path = "/" + name
-	return &database{DSN: u.String(), Dialect: "postgres", name: name, admin: admin}, nil
+	d := &database{DSN: u.String(), Dialect: "postgres", name: name, admin: admin}
+	if inspect, err := sql.Open("pgx", d.DSN); err == nil {
+		inspect.SetMaxIdleConns(0)
+		if _, err := inspect.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect"); err == nil {
+			d.inspect = inspect
+		} else {
+			_ = inspect.Close()
+		}
+	}
+	return d, nil
 }
 
 func (d *database) Close() error {
@@ -72,6 +86,9 @@ func (d *database) Close() error {
 		return nil
 	}
 	defer d.admin.Close()
+	if d.inspect != nil {
+		_ = d.inspect.Close()
+	}
 	_, err := d.admin.Exec("DROP DATABASE IF EXISTS " + d.name + " WITH (FORCE)")
 	return err
 }
@@ -112,4 +129,36 @@ WHERE datname = $1 AND backend_type = 'client backend'`, d.name).Scan(&backends)
 		time.Sleep(20 * time.Millisecond)
 	}
 	return last, nil
+}
+
+// walPosition returns the server's WAL flush position ("" on SQLite or
+// without pg_walinspect). Taken after [database.commits] has idled the
+// pool, every commit of the measured requests lies before it.
+func (d *database) walPosition(ctx context.Context) (string, error) {
+	if d.inspect == nil {
+		return "", nil
+	}
+	var lsn string
+	err := d.admin.QueryRowContext(ctx, "SELECT pg_current_wal_flush_lsn()::text").Scan(&lsn)
+	return lsn, err
+}
+
+// walCommits counts the commit records written to the WAL between two
+// positions: the transactions that wrote something, each a commit that
+// waits for its flush. A transaction that only read writes no commit
+// record (pg_stat_database counts it all the same). The WAL is the
+// server's, so this counts the commits of every database on it: run the
+// bench on a server of its own, as for the PostgreSQL CPU figure. -1 when
+// not measured.
+func (d *database) walCommits(ctx context.Context, from, to string) (int64, error) {
+	if d.inspect == nil || from == "" || to == "" {
+		return -1, nil
+	}
+	if from == to { // nothing written (and PostgreSQL refuses the range)
+		return 0, nil
+	}
+	var n int64
+	err := d.inspect.QueryRowContext(ctx, `SELECT coalesce(sum(count), 0) FROM pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true)
+WHERE "resource_manager/record_type" = 'Transaction/COMMIT'`, from, to).Scan(&n)
+	return n, err
 }

@@ -44,11 +44,13 @@ type sample struct {
 	Non2xx    int           `json:"non_2xx"`
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	Latencies []time.Duration
-	Commits   int64   `json:"commits"`  // -1 when not measured
-	CPU       float64 `json:"cpu_s"`    // server CPU seconds, -1 when not measured
-	PGCPU     float64 `json:"pg_cpu_s"` // PostgreSQL CPU seconds, -1 when not measured
-	Hot       *hotCounts
-	Statuses  map[int]int `json:"statuses"`
+	Commits   int64 `json:"commits"` // -1 when not measured
+	// WALCommits counts commit records in the WAL: write transactions.
+	WALCommits int64   `json:"wal_commits"` // -1 when not measured
+	CPU        float64 `json:"cpu_s"`       // server CPU seconds, -1 when not measured
+	PGCPU      float64 `json:"pg_cpu_s"`    // PostgreSQL CPU seconds, -1 when not measured
+	Hot        *hotCounts
+	Statuses   map[int]int `json:"statuses"`
 }
 
 func (s *sample) reqPerSec() float64 { return float64(s.Requests) / s.Elapsed.Seconds() }
@@ -158,7 +160,7 @@ func (l *loader) run(ctx context.Context, sc *scenario, runID string, d time.Dur
 		})
 	}
 	wg.Wait()
-	s := &sample{Elapsed: time.Since(start), Commits: -1, CPU: -1, PGCPU: -1, Statuses: map[int]int{}}
+	s := &sample{Elapsed: time.Since(start), Commits: -1, WALCommits: -1, CPU: -1, PGCPU: -1, Statuses: map[int]int{}}
 	for _, p := range parts {
 		if p.err != nil {
 			return nil, fmt.Errorf("bench: %s: %w", sc.name, p.err)

@@ -250,6 +250,10 @@ func (b *bench) measure(ctx context.Context, sc *scenario, d time.Duration) (*sa
 	if err != nil {
 		return nil, err
 	}
+	wal0, err := b.db.walPosition(ctx)
+	if err != nil {
+		return nil, err
+	}
 	st0, err := b.stats(ctx)
 	if err != nil {
 		return nil, err
@@ -277,6 +281,13 @@ func (b *bench) measure(ctx context.Context, sc *scenario, d time.Duration) (*sa
 	}
 	if c0 >= 0 {
 		s.Commits = c1 - c0
+	}
+	wal1, err := b.db.walPosition(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.WALCommits, err = b.db.walCommits(ctx, wal0, wal1); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -336,14 +347,17 @@ func summarize(scs []*scenario, samples [][]*sample) []Result {
 	}
 	out := make([]Result, len(scs))
 	for i, sc := range scs {
-		r := Result{Scenario: sc.name, About: sc.about, CommitsPerRequest: -1, CPUPerRequestUs: -1, PGCPUPerRequestUs: -1}
-		var rps, p50, p99, commits, cpu, pgCPU, ratio []float64
+		r := Result{Scenario: sc.name, About: sc.about, CommitsPerRequest: -1, WALCommitsPerRequest: -1, CPUPerRequestUs: -1, PGCPUPerRequestUs: -1}
+		var rps, p50, p99, commits, walCommits, cpu, pgCPU, ratio []float64
 		for round, s := range samples[i] {
 			rps = append(rps, s.reqPerSec())
 			p50 = append(p50, percentile(s.Latencies, 0.50))
 			p99 = append(p99, percentile(s.Latencies, 0.99))
 			if s.Commits >= 0 && s.Requests > 0 {
 				commits = append(commits, float64(s.Commits)/float64(s.Requests))
+			}
+			if s.WALCommits >= 0 && s.Requests > 0 {
+				walCommits = append(walCommits, float64(s.WALCommits)/float64(s.Requests))
 			}
 			if s.CPU >= 0 && s.Requests > 0 {
 				cpu = append(cpu, s.CPU*1e6/float64(s.Requests))
@@ -358,7 +372,7 @@ func summarize(scs []*scenario, samples [][]*sample) []Result {
 			r.Non2xx += s.Non2xx
 			r.Rounds = append(r.Rounds, Round{ReqPerSec: s.reqPerSec(), P50Ms: percentile(s.Latencies, 0.5),
 				P99Ms: percentile(s.Latencies, 0.99), Requests: s.Requests, Non2xx: s.Non2xx, Statuses: s.Statuses,
-				Commits: s.Commits, CPUSeconds: s.CPU, PGCPUSeconds: s.PGCPU})
+				Commits: s.Commits, WALCommits: s.WALCommits, CPUSeconds: s.CPU, PGCPUSeconds: s.PGCPU})
 			if s.Hot != nil {
 				if r.HotKey == nil {
 					r.HotKey = &hotCounts{}
@@ -373,6 +387,9 @@ func summarize(scs []*scenario, samples [][]*sample) []Result {
 		r.ReqPerSec, r.P50Ms, r.P99Ms = median(rps), median(p50), median(p99)
 		if len(commits) > 0 {
 			r.CommitsPerRequest = median(commits)
+		}
+		if len(walCommits) > 0 {
+			r.WALCommitsPerRequest = median(walCommits)
 		}
 		if len(cpu) > 0 {
 			r.CPUPerRequestUs = median(cpu)

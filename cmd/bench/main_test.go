@@ -93,6 +93,17 @@ func TestBenchRunsEveryScenario(t *testing.T) {
 				case dialect == "postgres" && (r.CommitsPerRequest < 0.5 || r.CommitsPerRequest > 10):
 					t.Errorf("%s: %v commits per request", r.Scenario, r.CommitsPerRequest)
 				}
+				// The WAL is the server's, shared with tests running in
+				// parallel: they can only add commit records, so a floor
+				// is all that holds here. Every naive request writes.
+				switch {
+				case dialect == "sqlite" && r.WALCommitsPerRequest != -1:
+					t.Errorf("%s: WAL commits measured on SQLite: %v", r.Scenario, r.WALCommitsPerRequest)
+				case dialect == "postgres" && r.WALCommitsPerRequest < 0:
+					t.Errorf("%s: WAL commits not measured (pg_walinspect)", r.Scenario)
+				case dialect == "postgres" && r.Scenario == "naive" && r.WALCommitsPerRequest < 0.99:
+					t.Errorf("naive: %v WAL commits per request, want at least 1", r.WALCommitsPerRequest)
+				}
 				if !strings.Contains(table, r.Scenario) {
 					t.Errorf("the table lacks %s", r.Scenario)
 				}

@@ -63,8 +63,12 @@ type Result struct {
 	Requests     int     `json:"requests"`
 	Non2xx       int     `json:"non_2xx"`
 	AllowNon2xx  bool    `json:"non_2xx_allowed"`
-	// CommitsPerRequest is from pg_stat_database; -1 on SQLite.
+	// CommitsPerRequest is from pg_stat_database: every transaction,
+	// a read-only statement outside one included; -1 on SQLite.
 	CommitsPerRequest float64 `json:"commits_per_request"`
+	// WALCommitsPerRequest counts the commit records in the WAL: the
+	// transactions that wrote. -1 on SQLite or without pg_walinspect.
+	WALCommitsPerRequest float64 `json:"wal_commits_per_request"`
 	// CPUPerRequestUs is CPU microseconds per request of config.cpu_scope.
 	CPUPerRequestUs float64 `json:"cpu_us_per_request"`
 	// PGCPUPerRequestUs is the CPU microseconds per request of every
@@ -83,6 +87,7 @@ type Round struct {
 	Non2xx       int         `json:"non_2xx"`
 	Statuses     map[int]int `json:"statuses"`
 	Commits      int64       `json:"commits"`
+	WALCommits   int64       `json:"wal_commits"`
 	CPUSeconds   float64     `json:"cpu_s"`
 	PGCPUSeconds float64     `json:"pg_cpu_s"`
 }
@@ -92,14 +97,17 @@ func printTable(w io.Writer, rep *Report) {
 		rep.Machine.CPUModel, rep.Machine.CPUs, rep.Machine.GOARCH, rep.Machine.Go, rep.Machine.Database,
 		rep.Config.Clients, rep.Config.Duration, rep.Config.Rounds, rep.Config.Pool, rep.Config.CPUScope)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\t× naive\tp50 ms\tp99 ms\tnon-2xx\tcommits/req\tCPU µs/req\tPG CPU µs/req\t")
+	fmt.Fprintln(tw, "scenario\treq/s\t× naive\tp50 ms\tp99 ms\tnon-2xx\tcommits/req\twrites/req\tCPU µs/req\tPG CPU µs/req\t")
 	for _, r := range rep.Results {
-		ratio, commits, cpu, pgCPU := "-", "-", "-", "-"
+		ratio, commits, writes, cpu, pgCPU := "-", "-", "-", "-", "-"
 		if r.RatioToNaive > 0 {
 			ratio = fmt.Sprintf("%.2f", r.RatioToNaive)
 		}
 		if r.CommitsPerRequest >= 0 {
 			commits = fmt.Sprintf("%.2f", r.CommitsPerRequest)
+		}
+		if r.WALCommitsPerRequest >= 0 {
+			writes = fmt.Sprintf("%.2f", r.WALCommitsPerRequest)
 		}
 		if r.CPUPerRequestUs >= 0 {
 			cpu = fmt.Sprintf("%.0f", r.CPUPerRequestUs)
@@ -107,7 +115,7 @@ func printTable(w io.Writer, rep *Report) {
 		if r.PGCPUPerRequestUs >= 0 {
 			pgCPU = fmt.Sprintf("%.0f", r.PGCPUPerRequestUs)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t\n", r.Scenario, r.ReqPerSec, ratio, r.P50Ms, r.P99Ms, r.Non2xx, commits, cpu, pgCPU)
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.ReqPerSec, ratio, r.P50Ms, r.P99Ms, r.Non2xx, commits, writes, cpu, pgCPU)
 	}
 	_ = tw.Flush()
 	for _, r := range rep.Results {
