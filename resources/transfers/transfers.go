@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -139,22 +138,8 @@ func (t *Transfers) Mount(g gin.IRouter) {
 // together.
 func (t *Transfers) execute(ctx context.Context, tx *gorm.DB, req postkeys.Request[Command]) (postkeys.Response, error) {
 	cmd := req.Command
-	legs := []struct {
-		account string
-		delta   int64
-	}{{cmd.FromAccount, -int64(cmd.Amount)}, {cmd.ToAccount, int64(cmd.Amount)}}
-	// Accounts are always locked in name order, so that two opposite
-	// transfers running at once cannot deadlock.
-	slices.SortFunc(legs, func(a, b struct {
-		account string
-		delta   int64
-	}) int {
-		return strings.Compare(a.account, b.account)
-	})
-	for _, leg := range legs {
-		if err := move(tx, req.Tenant, leg.account, cmd.Currency, leg.delta, req.Now); err != nil {
-			return postkeys.Response{}, err
-		}
+	if err := move(tx, req.Tenant, cmd.Currency, cmd.FromAccount, cmd.ToAccount, int64(cmd.Amount), req.Now); err != nil {
+		return postkeys.Response{}, err
 	}
 	row := transferRow{TenantID: req.Tenant, ID: "tr_" + strings.ReplaceAll(uuid.NewString(), "-", ""),
 		FromAccount: cmd.FromAccount, ToAccount: cmd.ToAccount, Amount: int64(cmd.Amount),
@@ -167,26 +152,42 @@ func (t *Transfers) execute(ctx context.Context, tx *gorm.DB, req postkeys.Reque
 	return postkeys.JSON(http.StatusCreated, row.render(), row.ID)
 }
 
-// move adds delta to an account's balance, creating the account with this
-// currency on first use: one statement, a relative update, applied only
-// when the currencies agree.
-func move(tx *gorm.DB, tenant, account, currency string, delta int64, now time.Time) error {
+// move moves amount from one account's balance to the other's, creating
+// an account with this currency on first use: one statement of two
+// relative updates, each applied only where the currencies agree. Its rows
+// come in name order, the order it locks the accounts in, so that two
+// opposite transfers running at once cannot deadlock. from and to differ
+// (the command's validation).
+func move(tx *gorm.DB, tenant, currency, from, to string, amount int64, now time.Time) error {
+	legs := [2]struct {
+		account string
+		delta   int64
+	}{{from, -amount}, {to, amount}}
+	if to < from {
+		legs[0], legs[1] = legs[1], legs[0]
+	}
 	res := tx.Exec(`INSERT INTO accounts (tenant_id, name, currency, balance, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)
 ON CONFLICT (tenant_id, name) DO UPDATE SET balance = accounts.balance + excluded.balance, updated_at = excluded.updated_at
-WHERE accounts.currency = excluded.currency`, tenant, account, currency, delta, now, now)
+WHERE accounts.currency = excluded.currency`,
+		tenant, legs[0].account, currency, legs[0].delta, now, now,
+		tenant, legs[1].account, currency, legs[1].delta, now, now)
 	if res.Error != nil {
 		return res.Error
 	}
-	if res.RowsAffected == 1 {
+	if res.RowsAffected == 2 {
 		return nil
 	}
-	var existing accountRow
-	if err := tx.Where("tenant_id = ? AND name = ?", tenant, account).Take(&existing).Error; err != nil {
+	var other []accountRow
+	if err := tx.Where("tenant_id = ? AND name IN ? AND currency <> ?", tenant, []string{from, to}, currency).
+		Order("name").Limit(1).Find(&other).Error; err != nil {
 		return err
 	}
+	if len(other) == 0 {
+		return fmt.Errorf("transfers: %d of 2 balance moves applied, and no account holds another currency", res.RowsAffected)
+	}
 	return &framework.Error{Code: CodeCurrencyMismatch,
-		Detail: fmt.Sprintf("account %s holds %s; the transfer is in %s", account, existing.Currency, currency)}
+		Detail: fmt.Sprintf("account %s holds %s; the transfer is in %s", other[0].Name, other[0].Currency, currency)}
 }
 
 // render re-renders a stored transfer response from its reference.
