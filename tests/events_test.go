@@ -216,7 +216,7 @@ func TestRelayKilledAfterPublishing(t *testing.T) {
 				return err
 			}
 			acks = append(acks, ack.Duplicate)
-			kill() // the process dies here: published, not marked
+			kill() // the process dies here: published, not settled
 			return nil
 		}), outbox.Config{})
 		if err != nil {
@@ -225,7 +225,7 @@ func TestRelayKilledAfterPublishing(t *testing.T) {
 		if _, err := dying.RunOnce(killCtx); err == nil {
 			t.Fatal("the killed run reported success")
 		}
-		if n := e.count("outbox_events", "published_at IS NULL"); n != 1 {
+		if n := e.count("outbox_events", "parked_at IS NULL"); n != 1 {
 			t.Fatalf("pending events after the crash = %d, want 1", n)
 		}
 		next, err := outbox.NewRelay(e.app.DB, outbox.PublisherFunc(func(ctx context.Context, ev outbox.Event) error {

@@ -78,9 +78,25 @@ func (w *workload) wantFinals(t *testing.T, finals []response) {
 func bytesContains(b []byte, s string) bool { return strings.Contains(string(b), s) }
 
 // keepEvents makes a demo process keep the outbox events it published (its
-// relay deletes them by default), so that a test counts every event ever
-// written: exactly one order.created per order, published or not.
+// relay deletes them by default) in outbox_published, so that
+// [eventsWritten] counts every event ever written: exactly one
+// order.created per order, published or not.
 var keepEvents = []string{"-outbox-retention", "1h"}
+
+// eventsWritten counts the outbox events matching where, pending or parked
+// (outbox_events) and published and kept (outbox_published).
+func eventsWritten(t *testing.T, db *gorm.DB, where string, args ...any) int64 {
+	t.Helper()
+	var total int64
+	for _, table := range []string{"outbox_events", "outbox_published"} {
+		var n int64
+		if err := db.Table(table).Where(where, args...).Count(&n).Error; err != nil {
+			t.Fatalf("count %s: %v", table, err)
+		}
+		total += n
+	}
+	return total
+}
 
 // wantEffects checks the database: every operation had exactly one effect
 // (no duplicate, none lost), and every 201 the clients saw (acked, any
@@ -107,7 +123,7 @@ func (w *workload) wantEffects(t *testing.T, db *gorm.DB, acked []response) {
 		if n := count("orders", "id IN ?", ids); n != int64(len(ids)) {
 			t.Fatalf("orders: %d rows, want %d", n, len(ids))
 		}
-		if n := count("outbox_events", "aggregate_type = 'order' AND aggregate_id IN ? AND type = ?", ids, "order.created"); n != int64(len(ids)) {
+		if n := eventsWritten(t, db, "tenant_id = ? AND aggregate_type = 'order' AND aggregate_id IN ? AND type = ?", w.tenant, ids, "order.created"); n != int64(len(ids)) {
 			t.Fatalf("order.created events: %d, want %d (one per order)", n, len(ids))
 		}
 	}

@@ -83,9 +83,7 @@ func TestTwoProcessesCreateOneOrder(t *testing.T) {
 	if err := db.Gorm.Table("orders").Where("id = ?", id.String()).Count(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Gorm.Table("outbox_events").Where("aggregate_type = 'order' AND aggregate_id = ? AND type = 'order.created'", id.String()).Count(&events).Error; err != nil {
-		t.Fatal(err)
-	}
+	events = eventsWritten(t, db.Gorm, "aggregate_type = 'order' AND aggregate_id = ? AND type = 'order.created'", id.String())
 	if err := db.Gorm.Table("order_items").Where("order_id = ?", id.String()).Count(&items).Error; err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@
 // Every event gets a UUID (the broker's and the consumer's deduplication
 // ID), a sequence number per aggregate assigned under the aggregate's
 // counter row lock (so sequence order is commit order), and the trace
-// context of ctx. The tables are the framework's (migrations 00002).
+// context of ctx. The tables are the framework's (migrations 00002 and 00003).
 //
 // The relay ([NewRelay], [Relay.Start]) claims pending events in batches,
 // publishes them and deletes them. On PostgreSQL several relays may
@@ -32,8 +32,8 @@
 // inbox). Refused events are retried with backoff and parked after
 // [Config.MaxAttempts]; see [Relay] for what that means for the aggregate.
 // A published event is deleted in the transaction that settles its batch;
-// with a positive [Config.Retention] it is marked published instead and
-// deleted that much later, in bounded batches.
+// with a positive [Config.Retention] it is moved to outbox_published
+// instead and deleted from there that much later, in bounded batches.
 // [Metrics] reports the lag and the counts on the registry passed in
 // [Config.Registerer]. With [Config.TracerProvider] every publish is a
 // producer span in the writing request's trace, and the event carries that

@@ -68,7 +68,6 @@ type eventRow struct {
 	Attempts      int        `gorm:"column:attempts"`
 	AvailableAt   time.Time  `gorm:"column:available_at"`
 	LastError     *string    `gorm:"column:last_error"`
-	PublishedAt   *time.Time `gorm:"column:published_at"`
 	ParkedAt      *time.Time `gorm:"column:parked_at"`
 }
 

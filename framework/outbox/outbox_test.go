@@ -285,9 +285,12 @@ func TestRelayCleanupDeletesPublishedInBatches(t *testing.T) {
 		if _, err := relay.Drain(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		var kept int64
-		if err := db.Gorm.Table("outbox_events").Where("published_at IS NOT NULL").Count(&kept).Error; err != nil || kept != 5 {
+		var kept, left int64
+		if err := db.Gorm.Table("outbox_published").Count(&kept).Error; err != nil || kept != 5 {
 			t.Fatalf("kept %d published events (%v), want 5", kept, err)
+		}
+		if err := db.Gorm.Table("outbox_events").Count(&left).Error; err != nil || left != 0 {
+			t.Fatalf("%d events left in outbox_events (%v), want none", left, err)
 		}
 		if st, err := relay.CleanupOnce(context.Background()); err != nil || st.Deleted != 0 {
 			t.Fatalf("within retention: %+v %v", st, err)

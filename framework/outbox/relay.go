@@ -49,11 +49,11 @@ type Config struct {
 	MaxBackoff time.Duration
 	// Retention is how long published events are kept. Zero, the default,
 	// keeps none: an event is deleted in the transaction that settles its
-	// batch, the cheapest way to record that it was published (a delete
-	// adds no index entries; marking it published rewrites the row and
-	// every index entry). A positive Retention marks the event published
-	// instead, and the cleanup deletes it that much later: for operators
-	// who read published events in the table.
+	// batch. A positive Retention moves it, in that transaction, to the
+	// outbox_published table, whence the cleanup deletes it that much
+	// later: for operators who read what was published. Either way the
+	// outbox_events table holds only pending and parked events, so a
+	// publish adds no index entries to it.
 	Retention time.Duration
 	// CleanupInterval is the pause between two cleanups run by
 	// [Relay.Start]. Defaults to 1m.
@@ -323,7 +323,7 @@ type CleanupStats struct {
 // CleanupOnce deletes events published more than [Config.Retention] ago, in
 // batches of [Config.CleanupBatchSize], one statement each. Pending and
 // parked events are never deleted. With no retention it deletes the events
-// left marked published by a relay that kept them.
+// a relay that kept them left in outbox_published.
 func (r *Relay) CleanupOnce(ctx context.Context) (CleanupStats, error) {
 	var stats CleanupStats
 	cutoff := r.cfg.Now().Add(-r.cfg.Retention)

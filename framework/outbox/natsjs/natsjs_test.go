@@ -155,7 +155,7 @@ func TestTwoRelaysDeliverEverythingInOrder(t *testing.T) {
 		n := len(seen)
 		mu.Unlock()
 		var pending int64
-		db.Gorm.Table("outbox_events").Where("published_at IS NULL").Count(&pending)
+		db.Gorm.Table("outbox_events").Where("parked_at IS NULL").Count(&pending)
 		if n == 1000 && pending == 0 {
 			break
 		}
@@ -177,7 +177,7 @@ func TestTwoRelaysDeliverEverythingInOrder(t *testing.T) {
 		}
 	}
 	var pending int64
-	db.Gorm.Table("outbox_events").Where("published_at IS NULL").Count(&pending)
+	db.Gorm.Table("outbox_events").Where("parked_at IS NULL").Count(&pending)
 	if pending != 0 {
 		t.Fatalf("%d events still pending", pending)
 	}
