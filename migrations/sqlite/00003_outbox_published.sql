@@ -6,6 +6,9 @@
 -- relay's claim off published rows are no longer needed: every event
 -- written saves their two index entries, and a publish deletes a row
 -- instead of rewriting it and all its index entries.
+-- A process of an earlier version still running after this migration
+-- relays nothing (its claim names published_at, and fails); the new
+-- processes publish its events. Its requests are unaffected on PostgreSQL.
 CREATE TABLE outbox_published (
     position       INTEGER     PRIMARY KEY,
     id             TEXT        NOT NULL,
