@@ -293,3 +293,21 @@ func TestSemanticHeaders(t *testing.T) {
 		t.Fatal("no declared header present should give nil")
 	}
 }
+
+// TestCanonicalJSONRefusesLongNumbers: a number longer than
+// MaxNumberLength is refused even when it is already in canonical form
+// (an integer without trailing zeros), alone or inside a document, as the
+// decoded path refuses it; 64 digits still pass.
+func TestCanonicalJSONRefusesLongNumbers(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("4", MaxNumberLength+1)
+	for _, doc := range []string{long, `{"n":` + long + `}`, `[1,` + long + `]`} {
+		if got, err := CanonicalJSON([]byte(doc)); err == nil {
+			t.Errorf("CanonicalJSON(%.20s…) = %.20s…, want an error", doc, got)
+		}
+	}
+	ok := strings.Repeat("4", MaxNumberLength)
+	if got, err := CanonicalJSON([]byte(ok)); err != nil || string(got) != ok {
+		t.Errorf("CanonicalJSON of %d digits = %s, %v", MaxNumberLength, got, err)
+	}
+}

@@ -232,7 +232,9 @@ func (c *canonicalizer) value() error {
 		c.i++
 	}
 	num := c.raw[start:c.i]
-	if isCanonicalInteger(num) {
+	// A number over MaxNumberLength goes to canonicalNumber, which
+	// refuses it, even when it is already canonical.
+	if len(num) <= MaxNumberLength && isCanonicalInteger(num) {
 		c.buf = append(c.buf, num...)
 		return nil
 	}
