@@ -374,9 +374,21 @@ func (p *pinnedTx) abort(ctx context.Context) {
 	if p.pipelined && !begun {
 		return
 	}
-	if _, err := p.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+	if _, err := p.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil && !noTransaction(err) {
 		_ = p.conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
+}
+
+// noTransaction reports SQLite's answer to a ROLLBACK with no transaction
+// open: a statement interrupted by its cancelled context rolls its
+// transaction back itself, and a cancelled BEGIN may have begun none. The
+// connection is then in a known state and stays in the pool. Closing it
+// there and then would also race the pure-Go driver's interrupt goroutine,
+// which may still be reading the connection unlocked (the race detector
+// caught it). PostgreSQL answers such a ROLLBACK with a warning, not an
+// error.
+func noTransaction(err error) bool {
+	return strings.Contains(err.Error(), "no transaction is active")
 }
 
 type rowsAffected int64
