@@ -22,6 +22,7 @@ import (
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/internal/testnats"
 	"github.com/retrysafe/retrysafe/resources/ledger"
+	"github.com/retrysafe/retrysafe/resources/orders"
 )
 
 // outboxEvents counts the outbox events of type typ.
@@ -121,9 +122,67 @@ func TestReplayedWritesEmitNoEvent(t *testing.T) {
 			t.Fatalf("relayed %d events, want 4", len(events))
 		}
 		for _, ev := range events {
-			if ev.Tenant != "acme" || ev.Seq != 1 || ev.ID == uuid.Nil || !json.Valid(ev.Payload) {
+			// An order's first event is numbered by its outbox position on
+			// PostgreSQL (outbox.AppendOrdered), a payment's by its counter.
+			firstSeq := ev.Seq == 1 || (ev.AggregateType == orders.AggregateType && ev.Seq > 0)
+			if ev.Tenant != "acme" || !firstSeq || ev.ID == uuid.Nil || !json.Valid(ev.Payload) {
 				t.Fatalf("event %+v", ev)
 			}
+		}
+	})
+}
+
+// TestOrderEventsAreNumberedInCommitOrder replaces one order from eight
+// clients at once and submits it: its events carry increasing sequence
+// numbers in the order their changes committed (each payload's version is
+// one more than the last, from 1 to the order's final version), and on
+// PostgreSQL no counter row is kept for the order (outbox.AppendOrdered).
+func TestOrderEventsAreNumberedInCommitOrder(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		e := newEnv(t, dsn)
+		id := uuid.New()
+		wantStatus(t, e.do(http.MethodPut, orderPath(id), tokenAcme, orderBody(1, "10.00")), http.StatusCreated)
+		var wg sync.WaitGroup
+		statuses := make(chan int, 8)
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses <- e.do(http.MethodPut, orderPath(id), tokenAcme, orderBody(2+i, "10.00")).Status
+			}()
+		}
+		wg.Wait()
+		close(statuses)
+		for s := range statuses {
+			if s != http.StatusOK && s != http.StatusConflict {
+				t.Fatalf("concurrent replace: %d", s)
+			}
+		}
+		wantStatus(t, e.do(http.MethodPost, orderPath(id)+"/submit", tokenAcme, nil), http.StatusOK)
+		final := e.order("acme", id).Version
+		var last, want int64
+		for _, ev := range e.pendingEvents() {
+			if ev.AggregateID != id.String() {
+				continue
+			}
+			var body struct {
+				Version int64 `json:"version"`
+			}
+			if err := json.Unmarshal(ev.Payload, &body); err != nil {
+				t.Fatal(err)
+			}
+			want++
+			if ev.Seq <= last || body.Version != want {
+				t.Fatalf("%s seq %d (after %d) carries version %d, want %d", ev.Type, ev.Seq, last, body.Version, want)
+			}
+			last = ev.Seq
+		}
+		if want != final || final < 3 {
+			t.Fatalf("%d events for an order at version %d", want, final)
+		}
+		if n := e.count("outbox_sequences", "aggregate_type = ? AND aggregate_id = ?", orders.AggregateType, id.String()); n != 0 && e.app.DB.Dialect.Name() == "postgres" {
+			t.Fatalf("%d counter rows for the order on PostgreSQL, want 0", n)
 		}
 	})
 }

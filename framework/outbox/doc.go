@@ -21,7 +21,10 @@
 // Every event gets a UUID (the broker's and the consumer's deduplication
 // ID), a sequence number per aggregate assigned under the aggregate's
 // counter row lock (so sequence order is commit order), and the trace
-// context of ctx. The tables are the framework's (migrations 00002 and 00003).
+// context of ctx. [AppendOrdered] is for events whose aggregate's own row
+// the transaction has already written, and so locked: that lock orders
+// them, and on PostgreSQL the event's position is its number (increasing,
+// with gaps), with no counter row. The tables are the framework's (migrations 00002 and 00003).
 //
 // The relay ([NewRelay], [Relay.Start]) claims pending events in batches,
 // publishes them and deletes them. On PostgreSQL several relays may

@@ -30,8 +30,10 @@ type Event struct {
 	// published in that order. Required.
 	AggregateType string
 	AggregateID   string
-	// Seq is the event's number within its aggregate: 1, 2, 3, … in commit
-	// order. [Write] assigns it.
+	// Seq is the event's number within its aggregate, increasing in commit
+	// order. [Write] and [Append] assign 1, 2, 3, … from the aggregate's
+	// counter; [AppendOrdered] assigns, on PostgreSQL, the event's position
+	// in the outbox (increasing, with gaps).
 	Seq int64
 	// Payload is the event's JSON body.
 	Payload json.RawMessage
@@ -97,6 +99,12 @@ const nextSeqSQL = `INSERT INTO outbox_sequences (tenant_id, aggregate_type, agg
 ON CONFLICT (tenant_id, aggregate_type, aggregate_id) DO UPDATE SET last_seq = outbox_sequences.last_seq + 1
 RETURNING last_seq`
 
+// writeOrderedPostgres is the INSERT of an event of [AppendOrdered]: its
+// sequence number is its position, drawn once from the position's
+// sequence (BIGSERIAL, migration 00002) for both columns.
+const writeOrderedPostgres = `INSERT INTO outbox_events (position, seq, id, tenant_id, type, aggregate_type, aggregate_id, payload, headers, created_at, available_at)
+SELECT n.p, n.p, ?::uuid, ?, ?, ?, ?, ?, ?, ?::timestamptz, ?::timestamptz FROM (SELECT nextval('outbox_events_position_seq') AS p) n`
+
 // writeEventPostgres is nextSeqSQL and the event's INSERT in one statement
 // (a data-modifying WITH, which SQLite lacks; there the two statements cost
 // no network round trip).
@@ -115,7 +123,7 @@ RETURNING seq`
 // its sequence number within its aggregate and the trace context of ctx, and
 // returns the events as written.
 func Write(ctx context.Context, tx *gorm.DB, events ...Event) ([]Event, error) {
-	return write(ctx, tx, false, events)
+	return write(ctx, tx, false, false, events)
 }
 
 // Append is [Write] for a caller that does not need the events back (their
@@ -124,11 +132,32 @@ func Write(ctx context.Context, tx *gorm.DB, events ...Event) ([]Event, error) {
 // its COMMIT ([store.Later]) instead of costing a round trip of its own,
 // and its error is reported there.
 func Append(ctx context.Context, tx *gorm.DB, events ...Event) error {
-	_, err := write(ctx, tx, true, events)
+	_, err := write(ctx, tx, true, false, events)
 	return err
 }
 
-func write(ctx context.Context, tx *gorm.DB, later bool, events []Event) ([]Event, error) {
+// AppendOrdered is [Append] for events whose aggregate tx has already
+// written, and so holds locked: a row inserted, or updated fenced on its
+// version, earlier in tx, that every transaction emitting for the aggregate
+// writes before it emits (the PUT engine's resource row, in its write
+// hooks). That row lock already orders two such transactions, so on
+// PostgreSQL the event skips the aggregate's counter (an upsert, an index
+// entry, and a row kept per aggregate for good) and its sequence number is
+// its position in the outbox, drawn after the lock was taken: increasing in
+// commit order within the aggregate, but with gaps, not 1, 2, 3. On SQLite,
+// where one transaction writes at a time and a statement costs no round
+// trip, the counter numbers it as [Append] does.
+//
+// Number an aggregate's events one way from its first AppendOrdered on:
+// a counter's number after a position could go back. Numbers the counter
+// gave before stay below: a position is never less than the number of
+// events written before it.
+func AppendOrdered(ctx context.Context, tx *gorm.DB, events ...Event) error {
+	_, err := write(ctx, tx, true, true, events)
+	return err
+}
+
+func write(ctx context.Context, tx *gorm.DB, later, ordered bool, events []Event) ([]Event, error) {
 	if tx == nil {
 		return nil, errors.New("outbox: Write needs the caller's transaction")
 	}
@@ -170,16 +199,20 @@ func write(ctx context.Context, tx *gorm.DB, later bool, events []Event) ([]Even
 			return nil, err
 		}
 		if tx.Dialector.Name() == "postgres" {
-			// One statement: the counter's upsert feeds the insert.
-			args := []any{ev.Tenant, ev.AggregateType, ev.AggregateID,
+			// One statement: the counter's upsert feeds the insert, or
+			// (ordered) the position is the sequence number.
+			sql, args := writeEventPostgres, []any{ev.Tenant, ev.AggregateType, ev.AggregateID,
 				ev.ID.String(), ev.Tenant, ev.Type, ev.AggregateType, ev.AggregateID, string(ev.Payload), string(headers),
 				ev.CreatedAt, ev.CreatedAt}
+			if ordered {
+				sql, args = writeOrderedPostgres, args[3:]
+			}
 			typ := ev.Type
 			wrap := func(err error) error { return fmt.Errorf("outbox: write %s: %w", typ, err) }
 			var err error
 			if later {
-				err = store.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Exec(writeEventPostgres, args...) }, wrap)
-			} else if err = tx.Raw(writeEventPostgres, args...).Find(&ev.Seq).Error; err != nil {
+				err = store.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Exec(sql, args...) }, wrap)
+			} else if err = tx.Raw(sql, args...).Find(&ev.Seq).Error; err != nil {
 				err = wrap(err)
 			}
 			if err != nil {

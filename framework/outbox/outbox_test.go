@@ -105,6 +105,20 @@ func wantInOrder(t *testing.T, events []outbox.Event, want map[string]int64) {
 	}
 }
 
+// drain publishes every pending event to a new recorder.
+func drain(t *testing.T, db *store.DB) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	relay, err := outbox.NewRelay(db, rec, outbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relay.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
 func TestWriteNumbersPerAggregateUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
@@ -136,15 +150,111 @@ func TestWriteNumbersPerAggregateUnderConcurrency(t *testing.T) {
 				t.Fatalf("write: %v", err)
 			}
 		}
-		rec := &recorder{}
-		relay, err := outbox.NewRelay(db, rec, outbox.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := relay.Drain(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		rec := drain(t, db)
 		wantInOrder(t, rec.got(), map[string]int64{"acme/a1": 20})
+	})
+}
+
+// appendOrdered writes one event of aggregate with outbox.AppendOrdered in
+// a transaction that first bumps the aggregate's row in things (the lock
+// that orders its writers), with the row's new version as the payload.
+func appendOrdered(db *store.DB, aggregate string) error {
+	return db.Write(context.Background(), func(tx *gorm.DB) error {
+		var version int64
+		if err := tx.Raw("UPDATE things SET version = version + 1 WHERE id = ? RETURNING version", aggregate).
+			Scan(&version).Error; err != nil {
+			return err
+		}
+		return outbox.AppendOrdered(context.Background(), tx, outbox.Event{Tenant: "acme", Type: "thing.happened",
+			AggregateType: "thing", AggregateID: aggregate, Payload: []byte(fmt.Sprint(version))})
+	})
+}
+
+// TestAppendOrderedNumbersInCommitOrder: twenty transactions append an
+// event of one aggregate at once, each after bumping the aggregate's row.
+// The relay publishes them in the order of those bumps, with increasing
+// numbers; on PostgreSQL each number is the event's position and no counter
+// row is kept. An aggregate numbered by the counter before goes on
+// increasing.
+func TestAppendOrderedNumbersInCommitOrder(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		db := setup(t, dsn)
+		if err := db.Gorm.Exec("CREATE TABLE things (id TEXT PRIMARY KEY, version BIGINT NOT NULL)").Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Exec("INSERT INTO things VALUES ('a1', 0), ('a2', 2)").Error; err != nil {
+			t.Fatal(err)
+		}
+		emit(t, db, "acme", "a2", 2) // counter: 1, 2
+		var wg sync.WaitGroup
+		errs := make(chan error, 21)
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for try := 0; ; try++ {
+					err := appendOrdered(db, "a1")
+					if errors.Is(err, store.ErrLockTimeout) && try < 20 {
+						continue
+					}
+					errs <- err
+					return
+				}
+			}()
+		}
+		wg.Wait()
+		errs <- appendOrdered(db, "a2")
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("append: %v", err)
+			}
+		}
+		type row struct {
+			Position, Seq int64
+			AggregateID   string
+		}
+		var rows []row
+		if err := db.Gorm.Table("outbox_events").Select("position, seq, aggregate_id").Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		var counters int64
+		if err := db.Gorm.Table("outbox_sequences").Where("aggregate_id = ?", "a1").Count(&counters).Error; err != nil {
+			t.Fatal(err)
+		}
+		if db.Dialect.Name() == "postgres" {
+			for _, r := range rows {
+				if ordered := r.AggregateID == "a1" || r.Seq > 2; ordered && r.Seq != r.Position {
+					t.Fatalf("%s seq %d at position %d", r.AggregateID, r.Seq, r.Position)
+				}
+			}
+			if counters != 0 {
+				t.Fatalf("a counter row for an aggregate numbered by position")
+			}
+		}
+		rec := drain(t, db)
+		last := map[string]int64{}
+		var versions []string
+		for _, ev := range rec.got() {
+			if ev.Seq <= last[ev.AggregateID] {
+				t.Fatalf("%s: seq %d after %d", ev.AggregateID, ev.Seq, last[ev.AggregateID])
+			}
+			last[ev.AggregateID] = ev.Seq
+			if ev.AggregateID == "a1" {
+				versions = append(versions, string(ev.Payload))
+			}
+		}
+		var want []string
+		for v := 1; v <= 20; v++ {
+			want = append(want, fmt.Sprint(v))
+		}
+		if fmt.Sprint(versions) != fmt.Sprint(want) {
+			t.Fatalf("a1's events by seq carry versions %v, want %v", versions, want)
+		}
+		if len(rec.got()) != 23 || last["a2"] <= 2 {
+			t.Fatalf("published %d events, a2 up to seq %d", len(rec.got()), last["a2"])
+		}
 	})
 }
 

@@ -13,7 +13,8 @@ import (
 // Outbox events of an order. Each is written in the transaction of the
 // change it reports, and only when that change happened: a replayed or
 // converged PUT writes none. The payload is the order's representation
-// after the change, the bytes of the reply.
+// after the change, the bytes of the reply. An order's events are numbered
+// in commit order, with gaps on PostgreSQL (outbox.AppendOrdered).
 const (
 	// EventCreated: a new order was inserted.
 	EventCreated = "order.created"
@@ -26,10 +27,11 @@ const (
 	AggregateType = "order"
 )
 
+// emit runs in the engine's write hooks, after the order's row was
+// inserted or updated (fenced on its version) in tx: that row lock orders
+// the order's events, so they are numbered by their outbox position
+// (outbox.AppendOrdered) rather than by a counter row per order.
 func emit(ctx context.Context, tx *gorm.DB, typ string, c framework.Change[Order]) error {
-	ev, err := outbox.NewEvent(c.Model.TenantID, typ, AggregateType, c.Model.ID.String(), json.RawMessage(c.Representation))
-	if err != nil {
-		return err
-	}
-	return outbox.Append(ctx, tx, ev)
+	return outbox.AppendOrdered(ctx, tx, outbox.Event{Tenant: c.Model.TenantID, Type: typ,
+		AggregateType: AggregateType, AggregateID: c.Model.ID.String(), Payload: json.RawMessage(c.Representation)})
 }
