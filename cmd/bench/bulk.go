@@ -16,9 +16,10 @@ import (
 	"github.com/retrysafe/retrysafe/resources/transfers"
 )
 
-// Bulk loads for the scale mode: rows go straight into the tables (COPY on
-// PostgreSQL, multi-row INSERTs in large transactions on SQLite), never
-// through HTTP. Only these functions know the tables' columns.
+// Bulk loads for the scale mode and for settling the tables before the
+// rounds: rows go straight into the tables (COPY on PostgreSQL, multi-row
+// INSERTs in large transactions on SQLite), never through HTTP. Only these
+// functions know the tables' columns.
 
 // bulkDB opens the measured database for bulk loads.
 func bulkDB(d *database) (*sql.DB, error) {
