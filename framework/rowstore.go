@@ -220,8 +220,12 @@ func (s gormRowStore) Insert(ctx context.Context, db *gorm.DB, p InsertRowParams
 }
 
 // Create is pipelined on PostgreSQL ([store.Later]): with the child rows
-// and the creation hook's writes, a create is one round trip.
+// and the creation hook's writes, a create is one round trip. Its INSERT
+// is spelled once per model type (insertPlan), not by gorm per request.
 func (s gormRowStore) Create(ctx context.Context, db *gorm.DB, p InsertRowParams) error {
+	if queued, err := laterInsert(ctx, db, p.Table, p.Row, uniqueViolation); queued || err != nil {
+		return err
+	}
 	return store.Later(db.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
 		return db.Table(p.Table).Omit(clause.Associations).Create(p.Row)
 	}, uniqueViolation)
@@ -411,7 +415,11 @@ func (s gormRowStore) PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgePa
 // InsertChildren is pipelined on PostgreSQL ([store.Later]): nothing reads
 // the insert's answer, so it travels with the transaction's next statement
 // or its COMMIT, and a violation is reported there, wrapped the same way.
+// Like Create's, its INSERT is spelled once per model type.
 func (s gormRowStore) InsertChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error {
+	if queued, err := laterInsert(ctx, db, p.Table, p.Rows, uniqueViolation); queued || err != nil {
+		return err
+	}
 	return store.Later(db.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
 		return db.Table(p.Table).Omit(clause.Associations).Create(p.Rows)
 	}, uniqueViolation)

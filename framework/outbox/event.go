@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -113,6 +115,29 @@ INSERT INTO outbox_events (id, tenant_id, type, aggregate_type, aggregate_id, se
 SELECT ?::uuid, ?, ?, ?, ?, s.last_seq, ?, ?, ?::timestamptz, ?::timestamptz FROM s
 RETURNING seq`
 
+// numbered holds the PostgreSQL statements above with numbered placeholders
+// ($1, $2, …) for [store.LaterSQL].
+var numbered = map[string]string{
+	writeEventPostgres:   numberPlaceholders(writeEventPostgres),
+	writeOrderedPostgres: numberPlaceholders(writeOrderedPostgres),
+}
+
+// numberPlaceholders turns gorm's ? placeholders into $1, $2, … (the
+// statements it is given have no ? of any other kind).
+func numberPlaceholders(sql string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range sql {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // Write adds events to the outbox on tx, the transaction of the effect they
 // report: they commit with it or not at all. Call it only on the path where
 // the effect happened (the insert took place, the charge was recorded), never
@@ -210,10 +235,16 @@ func write(ctx context.Context, tx *gorm.DB, later, ordered bool, events []Event
 			typ := ev.Type
 			wrap := func(err error) error { return fmt.Errorf("outbox: write %s: %w", typ, err) }
 			var err error
-			if later {
+			switch {
+			case later && store.Pipelined(tx):
+				// Queued as spelled for PostgreSQL: no gorm statement.
+				err = store.LaterSQL(tx, numbered[sql], args, wrap)
+			case later:
 				err = store.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Exec(sql, args...) }, wrap)
-			} else if err = tx.Raw(sql, args...).Find(&ev.Seq).Error; err != nil {
-				err = wrap(err)
+			default:
+				if err = tx.Raw(sql, args...).Find(&ev.Seq).Error; err != nil {
+					err = wrap(err)
+				}
 			}
 			if err != nil {
 				return nil, err

@@ -455,6 +455,28 @@ func Later(tx *gorm.DB, build func(*gorm.DB) *gorm.DB, wrap func(error) error) e
 	return nil
 }
 
+// Pipelined reports whether tx is a [DB.Write] transaction on PostgreSQL,
+// whose writes [Later] and [LaterSQL] queue for the next round trip.
+func Pipelined(tx *gorm.DB) bool {
+	p, ok := tx.Statement.ConnPool.(*pinnedTx)
+	return ok && p.pipelined
+}
+
+// LaterSQL is [Later] for a statement its caller spells itself, in
+// PostgreSQL's SQL with placeholders $1, $2, …, so that a hot write costs
+// no gorm statement: it queues sql and args on tx, a transaction for which
+// [Pipelined] reports true, and its error (passed through wrap, when set)
+// is reported by the transaction's next statement or by Write. Anywhere
+// else it queues nothing and returns an error.
+func LaterSQL(tx *gorm.DB, sql string, args []any, wrap func(error) error) error {
+	p, ok := tx.Statement.ConnPool.(*pinnedTx)
+	if !ok || !p.pipelined {
+		return errors.New("store: LaterSQL needs a DB.Write transaction on PostgreSQL")
+	}
+	p.queue = append(p.queue, queued{sql: sql, args: args, wrap: wrap})
+	return nil
+}
+
 // Find runs the query that build makes on tx (a gorm Find, Take, First or
 // Raw(…).Find) and scans its rows into build's destination, as build(tx)
 // would. When tx belongs to a [DB.Write] transaction on PostgreSQL and

@@ -1,0 +1,199 @@
+package framework
+
+import (
+	"context"
+	"database/sql/driver"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+)
+
+// insertPlan is the INSERT of one model type into one table, spelled as
+// gorm's Create (associations omitted) spells it, but built once from
+// gorm's schema: a pipelined create then costs no gorm statement (callbacks,
+// clauses, quoting) per request, only one read of each column's value by
+// the schema's accessor. It covers the models whose INSERT gorm writes the
+// same way every time; for any other it is nil, and the write goes through
+// gorm (see insertPlanOf).
+type insertPlan struct {
+	// head is `INSERT INTO "table" ("a","b",…) VALUES `.
+	head   string
+	fields []*schema.Field
+	// sql caches the statement text for n rows (key n).
+	sql sync.Map
+}
+
+type insertPlanKey struct {
+	model reflect.Type
+	table string
+}
+
+// insertPlans caches the plan (or nil) of each model type and table.
+var insertPlans sync.Map
+
+// insertPlanOf returns the plan of rows of type model (a struct type) into
+// table, or nil where gorm must write them: a model with gorm hooks or
+// create clauses of its fields, a column with a database default or an
+// auto-increment key (gorm leaves it out when zero and reads it back), or
+// a field of a type gorm's own encoding could treat differently from the
+// driver's (a slice or map without a driver.Valuer or serializer).
+func insertPlanOf(db *gorm.DB, table string, model reflect.Type) *insertPlan {
+	key := insertPlanKey{model: model, table: table}
+	if pl, ok := insertPlans.Load(key); ok {
+		return pl.(*insertPlan)
+	}
+	pl := newInsertPlan(db, table, model)
+	insertPlans.Store(key, pl)
+	return pl
+}
+
+var valuerType = reflect.TypeFor[driver.Valuer]()
+
+func newInsertPlan(db *gorm.DB, table string, model reflect.Type) *insertPlan {
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(reflect.New(model).Interface()); err != nil {
+		return nil
+	}
+	s := stmt.Schema
+	if s.BeforeCreate || s.AfterCreate || s.BeforeSave || s.AfterSave || len(s.CreateClauses) > 0 {
+		return nil
+	}
+	var head strings.Builder
+	head.WriteString("INSERT INTO " + quote(db, table) + " (")
+	pl := &insertPlan{}
+	for _, name := range s.DBNames {
+		f := s.FieldsByDBName[name]
+		if !f.Creatable {
+			continue
+		}
+		if f.HasDefaultValue || f.AutoIncrement || !plainValue(f) {
+			return nil
+		}
+		if len(pl.fields) > 0 {
+			head.WriteByte(',')
+		}
+		head.WriteString(quote(db, name))
+		pl.fields = append(pl.fields, f)
+	}
+	if len(pl.fields) == 0 {
+		return nil
+	}
+	head.WriteString(") VALUES ")
+	pl.head = head.String()
+	return pl
+}
+
+// plainValue reports whether gorm passes f's value to the driver as it is:
+// a serializer's, a driver.Valuer, a time, bytes, or a scalar.
+func plainValue(f *schema.Field) bool {
+	if f.Serializer != nil {
+		return true
+	}
+	t := f.FieldType
+	if t.Implements(valuerType) || reflect.PointerTo(t).Implements(valuerType) {
+		return true
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+		if t.Implements(valuerType) {
+			return true
+		}
+	}
+	if t == reflect.TypeFor[time.Time]() || t == reflect.TypeFor[[]byte]() {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.String, reflect.Float32, reflect.Float64,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// statement returns the INSERT of rows (one addressable struct, or a slice
+// of them) and its arguments. It reports false when a row needs gorm: an
+// autoCreateTime or autoUpdateTime column left zero, which gorm fills in.
+func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value) (string, []any, bool) {
+	n := 1
+	if rows.Kind() == reflect.Slice {
+		n = rows.Len()
+	}
+	args := make([]any, 0, n*len(pl.fields))
+	for i := range n {
+		row := rows
+		if rows.Kind() == reflect.Slice {
+			row = rows.Index(i)
+		}
+		for _, f := range pl.fields {
+			v, zero := f.ValueOf(ctx, row)
+			if zero && (f.AutoCreateTime > 0 || f.AutoUpdateTime > 0) {
+				return "", nil, false
+			}
+			args = append(args, v)
+		}
+	}
+	if sql, ok := pl.sql.Load(n); ok {
+		return sql.(string), args, true
+	}
+	var b strings.Builder
+	b.WriteString(pl.head)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for j := range pl.fields {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(i*len(pl.fields) + j + 1))
+		}
+		b.WriteByte(')')
+	}
+	sql := b.String()
+	pl.sql.Store(n, sql)
+	return sql, args, true
+}
+
+// laterInsert queues the INSERT of rows (a pointer to a model, or to a
+// slice of them) into table on tx by its plan ([store.LaterSQL]). It
+// reports false, having queued nothing, where the plan does not apply:
+// tx is not pipelined, or the model or a row needs gorm.
+func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap func(error) error) (bool, error) {
+	if !store.Pipelined(tx) {
+		return false, nil
+	}
+	rv := reflect.ValueOf(rows)
+	if rv.Kind() != reflect.Pointer {
+		return false, nil
+	}
+	rv = rv.Elem()
+	model := rv.Type()
+	if model.Kind() == reflect.Slice {
+		if rv.Len() == 0 {
+			return false, nil
+		}
+		model = model.Elem()
+	}
+	if model.Kind() != reflect.Struct {
+		return false, nil
+	}
+	pl := insertPlanOf(tx, table, model)
+	if pl == nil {
+		return false, nil
+	}
+	sql, args, ok := pl.statement(ctx, rv)
+	if !ok {
+		return false, nil
+	}
+	return true, store.LaterSQL(tx, sql, args, wrap)
+}
