@@ -240,6 +240,14 @@ func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (b
 			return found, err
 		}
 	}
+	if !p.ForUpdate && len(p.Preload) == 0 && store.CanReadSnapshot(db) {
+		// On the pool (a read-first): a statement fixed per model type.
+		if dest := reflect.ValueOf(p.Dest); dest.Kind() == reflect.Pointer && dest.Elem().Kind() == reflect.Struct {
+			if pl := readPlanOf(db, p.Key.Table, dest.Elem().Type()); pl != nil {
+				return pl.read(ctx, db, p.Key, p.LiveOnly, dest.Elem())
+			}
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		q := db.WithContext(ctx).Table(p.Key.Table)
 		if p.ForUpdate {

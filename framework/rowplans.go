@@ -30,12 +30,28 @@ type insertPlan struct {
 	sql sync.Map
 }
 
-type insertPlanKey struct {
-	model reflect.Type
-	table string
+// planKey names a plan: one per dialect, naming strategy (which names the
+// columns), model type and table. Not the *gorm.Config: gorm copies it for
+// every session, so each transaction has its own.
+type planKey struct {
+	dialect string
+	naming  any
+	model   reflect.Type
+	table   string
 }
 
-// insertPlans caches the plan (or nil) of each model type and table.
+// planKeyOf returns the key of a plan of model into table on db, or false
+// when db's naming strategy cannot be a key (a value that is not
+// comparable): no plan then.
+func planKeyOf(db *gorm.DB, model reflect.Type, table string) (planKey, bool) {
+	var naming any = db.NamingStrategy
+	if naming != nil && !reflect.ValueOf(naming).Comparable() {
+		return planKey{}, false
+	}
+	return planKey{dialect: db.Dialector.Name(), naming: naming, model: model, table: table}, true
+}
+
+// insertPlans caches the plan (or nil) of each planKey.
 var insertPlans sync.Map
 
 // insertPlanOf returns the plan of rows of type model (a struct type) into
@@ -45,7 +61,10 @@ var insertPlans sync.Map
 // a field of a type gorm's own encoding could treat differently from the
 // driver's (a slice or map without a driver.Valuer or serializer).
 func insertPlanOf(db *gorm.DB, table string, model reflect.Type) *insertPlan {
-	key := insertPlanKey{model: model, table: table}
+	key, ok := planKeyOf(db, model, table)
+	if !ok {
+		return nil
+	}
 	if pl, ok := insertPlans.Load(key); ok {
 		return pl.(*insertPlan)
 	}
@@ -196,4 +215,93 @@ func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap 
 		return false, nil
 	}
 	return true, store.LaterSQL(tx, sql, args, wrap)
+}
+
+// readPlan is the read of one row by its key into a model, as gorm's Take
+// does it (SELECT *, each column into the model's field of that name
+// through the field's value pool and setter, unknown columns dropped), with
+// the statement text fixed once per model type and table: the read-first of
+// every PUT costs no gorm statement. It is nil for a model with an
+// AfterFind hook, which gorm would run.
+type readPlan struct {
+	schema *schema.Schema
+	// sql is the statement by LiveOnly (index 1 skips tombstones).
+	sql [2]string
+}
+
+// readPlans caches the plan (or nil) of each planKey.
+var readPlans sync.Map
+
+func readPlanOf(db *gorm.DB, table string, model reflect.Type) *readPlan {
+	key, ok := planKeyOf(db, model, table)
+	if !ok {
+		return nil
+	}
+	if pl, ok := readPlans.Load(key); ok {
+		return pl.(*readPlan)
+	}
+	var pl *readPlan
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(reflect.New(model).Interface()); err == nil && !stmt.Schema.AfterFind {
+		where := "tenant_id = ? AND id = ?"
+		if db.Dialector.Name() == "postgres" {
+			where = "tenant_id = $1 AND id = $2"
+		}
+		base := "SELECT * FROM " + quote(db, table) + " WHERE " + where
+		pl = &readPlan{schema: stmt.Schema, sql: [2]string{base + " LIMIT 1", base + " AND deleted_at IS NULL LIMIT 1"}}
+	}
+	readPlans.Store(key, pl)
+	return pl
+}
+
+// read loads the row of key into dest (an addressable struct) on db's
+// connection pool and reports whether there was one. The statement is
+// reported to db's gorm logger as gorm would report it.
+func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, liveOnly bool, dest reflect.Value) (found bool, err error) {
+	sql := pl.sql[0]
+	if liveOnly {
+		sql = pl.sql[1]
+	}
+	start := time.Now()
+	defer func() {
+		n := int64(0)
+		if found {
+			n = 1
+		}
+		db.Logger.Trace(ctx, start, func() (string, int64) { return sql, n }, err)
+	}()
+	rows, err := db.Statement.ConnPool.QueryContext(ctx, sql, key.Tenant, key.ID)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return false, rows.Err()
+	}
+	columns, err := rows.Columns()
+	if err != nil {
+		return false, err
+	}
+	values := make([]any, len(columns))
+	fields := make([]*schema.Field, len(columns))
+	for i, c := range columns {
+		if f := pl.schema.LookUpField(c); f != nil && f.Readable {
+			fields[i], values[i] = f, f.NewValuePool.Get()
+		} else {
+			values[i] = new(any)
+		}
+	}
+	if err := rows.Scan(values...); err != nil {
+		return false, err
+	}
+	for i, f := range fields {
+		if f == nil {
+			continue
+		}
+		if err := f.Set(ctx, dest, values[i]); err != nil {
+			return false, err
+		}
+		f.NewValuePool.Put(values[i])
+	}
+	return true, rows.Close()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ type planParent struct {
 	Score    *int64  // NULL when nil
 	Ratio    float64 `gorm:"column:ratio_x"`
 	Raw      []byte
+	Note     string    // a nullable column: NULL reads as ""
 	Skipped  string    `gorm:"-"`
 	ReadOnly string    `gorm:"->"`
 	Kids     []planKid `gorm:"foreignKey:TenantID,ParentID;references:TenantID,ID"`
@@ -132,5 +134,109 @@ func TestInsertPlanSpellsGormsInsert(t *testing.T) {
 	}
 	if _, _, ok := pl.statement(ctx, reflect.ValueOf(&planAutoTime{ID: uuid.New(), CreatedAt: now}).Elem()); !ok {
 		t.Error("a row with its autoCreateTime set is not planned")
+	}
+}
+
+// TestReadPlanReadsAsGormTakes: a row read by its plan is the row gorm's
+// Take reads, field for field (a NULL into a string, a serializer, a
+// column the model lacks, a tombstone with and without LiveOnly), on both
+// dialects; a missing key is not found.
+func TestReadPlanReadsAsGormTakes(t *testing.T) {
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		db, err := store.Open(ctx, dsn, store.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		g := db.Gorm
+		if err := g.AutoMigrate(&planParent{}, &planKid{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Exec("ALTER TABLE plan_parents ADD COLUMN extra TEXT").Error; err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		score := int64(3)
+		row := planParent{System: System{TenantID: "acme", ID: uuid.New(), Version: 2, Status: "draft",
+			CreateFingerprint: "c", Fingerprint: "f", CreatedAt: now, UpdatedAt: now}, Name: "n", Score: &score, Ratio: 1.5, Raw: []byte{0, 1}}
+		tomb := row
+		tomb.ID, tomb.DeletedAt, tomb.Score = uuid.New(), &now, nil
+		for _, r := range []*planParent{&row, &tomb} {
+			if err := g.Omit(clause.Associations).Create(r).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.Exec("UPDATE plan_parents SET note = NULL, extra = 'x'").Error; err != nil {
+			t.Fatal(err)
+		}
+		pl := readPlanOf(g, "plan_parents", reflect.TypeFor[planParent]())
+		for _, tc := range []struct {
+			id       uuid.UUID
+			liveOnly bool
+			found    bool
+		}{{row.ID, false, true}, {row.ID, true, true}, {tomb.ID, false, true}, {tomb.ID, true, false}, {uuid.New(), false, false}} {
+			var want, got planParent
+			q := g.Table("plan_parents").Where("tenant_id = ? AND id = ?", "acme", tc.id)
+			if tc.liveOnly {
+				q = q.Where("deleted_at IS NULL")
+			}
+			err := q.Take(&want).Error
+			if tc.found != (err == nil) {
+				t.Fatalf("gorm's Take of %v (live only %v): %v", tc.id, tc.liveOnly, err)
+			}
+			found, err := pl.read(ctx, g, RowKey{Table: "plan_parents", Tenant: "acme", ID: tc.id}, tc.liveOnly, reflect.ValueOf(&got).Elem())
+			if err != nil || found != tc.found {
+				t.Fatalf("plan read of %v (live only %v): %v %v", tc.id, tc.liveOnly, found, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("plan read %+v\ngorm's Take %+v", got, want)
+			}
+		}
+	})
+}
+
+// TestPlansAreSharedByTransactions: every transaction of a store (each a
+// gorm session with a configuration of its own) uses the one plan of a
+// model and table, and the rows it queues are written.
+func TestPlansAreSharedByTransactions(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, testdb.New(t, "postgres"), store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	table := "shared_kids_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	if err := db.Gorm.Exec("CREATE TABLE " + table + " (tenant_id TEXT, parent_id UUID, n INT, tags TEXT)").Error; err != nil {
+		t.Fatal(err)
+	}
+	plans := func() (n int) {
+		insertPlans.Range(func(k, _ any) bool {
+			if k.(planKey).table == table {
+				n++
+			}
+			return true
+		})
+		return n
+	}
+	parent := uuid.New()
+	for i := range 3 {
+		err := db.Write(ctx, func(tx *gorm.DB) error {
+			queued, err := laterInsert(ctx, tx, table, &[]planKid{{TenantID: "acme", ParentID: parent, N: i}}, nil)
+			if !queued {
+				t.Fatal("not queued by a plan")
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rows int64
+	if err := db.Gorm.Table(table).Where("parent_id = ?", parent).Count(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	if n := plans(); n != 1 || rows != 3 {
+		t.Fatalf("%d plans, %d rows written; want 1 and 3", n, rows)
 	}
 }
