@@ -61,15 +61,21 @@ var insertPlans sync.Map
 // a field of a type gorm's own encoding could treat differently from the
 // driver's (a slice or map without a driver.Valuer or serializer).
 func insertPlanOf(db *gorm.DB, table string, model reflect.Type) *insertPlan {
+	return cachedPlan(&insertPlans, db, table, model, newInsertPlan)
+}
+
+// cachedPlan returns the plan of model into table on db from cache, made
+// by build the first time (nil is kept too: gorm does that write).
+func cachedPlan[P any](cache *sync.Map, db *gorm.DB, table string, model reflect.Type, build func(*gorm.DB, string, reflect.Type) *P) *P {
 	key, ok := planKeyOf(db, model, table)
 	if !ok {
 		return nil
 	}
-	if pl, ok := insertPlans.Load(key); ok {
-		return pl.(*insertPlan)
+	if pl, ok := cache.Load(key); ok {
+		return pl.(*P)
 	}
-	pl := newInsertPlan(db, table, model)
-	insertPlans.Store(key, pl)
+	pl := build(db, table, model)
+	cache.Store(key, pl)
 	return pl
 }
 
@@ -233,13 +239,10 @@ type readPlan struct {
 var readPlans sync.Map
 
 func readPlanOf(db *gorm.DB, table string, model reflect.Type) *readPlan {
-	key, ok := planKeyOf(db, model, table)
-	if !ok {
-		return nil
-	}
-	if pl, ok := readPlans.Load(key); ok {
-		return pl.(*readPlan)
-	}
+	return cachedPlan(&readPlans, db, table, model, newReadPlan)
+}
+
+func newReadPlan(db *gorm.DB, table string, model reflect.Type) *readPlan {
 	var pl *readPlan
 	stmt := &gorm.Statement{DB: db}
 	if err := stmt.Parse(reflect.New(model).Interface()); err == nil && !stmt.Schema.AfterFind {
@@ -250,7 +253,6 @@ func readPlanOf(db *gorm.DB, table string, model reflect.Type) *readPlan {
 		base := "SELECT * FROM " + quote(db, table) + " WHERE " + where
 		pl = &readPlan{schema: stmt.Schema, sql: [2]string{base + " LIMIT 1", base + " AND deleted_at IS NULL LIMIT 1"}}
 	}
-	readPlans.Store(key, pl)
 	return pl
 }
 
