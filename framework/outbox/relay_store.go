@@ -83,13 +83,15 @@ func newRelayStore(db *store.DB, keepPublished bool) (relayStore, error) {
 // published one is deleted or moved to outbox_published), so the scan in
 // position order and the aggregate's (tenant, type, ID, seq) index meet no
 // published rows.
+// The candidates' rows come out of the CTE as locked (FOR UPDATE returns
+// a row's latest version), not read again by their key.
 // The look for an earlier event is a scalar subquery rather than NOT
 // EXISTS: it cannot be turned into a join, so it always probes the
 // aggregate's index, even on a table the planner has no statistics for yet
 // (an anti-join planned for one row scanned the whole outbox per claimed
 // event).
 const claimSQL = `WITH claimed AS (
-  SELECT position, tenant_id, aggregate_type, aggregate_id, seq FROM outbox_events o
+  SELECT o.* FROM outbox_events o
   WHERE parked_at IS NULL AND (attempts = 0 OR available_at <= @now)
     AND (
       SELECT q.seq FROM outbox_events q
@@ -100,7 +102,7 @@ const claimSQL = `WITH claimed AS (
     ) IS NULL
   ORDER BY position LIMIT @limit %s
 )
-SELECT e.* FROM outbox_events e JOIN claimed c ON e.position = c.position
+SELECT c.* FROM claimed c
 WHERE (
   SELECT p.seq FROM outbox_events p
   WHERE p.tenant_id = c.tenant_id AND p.aggregate_type = c.aggregate_type AND p.aggregate_id = c.aggregate_id
@@ -108,7 +110,7 @@ WHERE (
     AND p.position NOT IN (SELECT position FROM claimed)
   LIMIT 1
 ) IS NULL
-ORDER BY e.position`
+ORDER BY c.position`
 
 // postgresRelayStore claims in a transaction that it holds while the batch
 // is published and settled: the row locks keep other relays off the batch,
