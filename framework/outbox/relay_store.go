@@ -179,6 +179,16 @@ func (s *gormRelayStore) claim(q *gorm.DB, sql string, now time.Time, limit int)
 	return batch, nil
 }
 
+// keepPublishedPostgres moves the published events $2 to outbox_published,
+// published at $1.
+const keepPublishedPostgres = keepPublished + `$1
+FROM outbox_events WHERE position = ANY($2)`
+
+// keepPublished is the move of published events to outbox_published, up
+// to their publication time.
+const keepPublished = `INSERT INTO outbox_published (position, id, tenant_id, type, aggregate_type, aggregate_id, seq, payload, headers, created_at, attempts, published_at)
+SELECT position, id, tenant_id, type, aggregate_type, aggregate_id, seq, payload, headers, created_at, attempts, `
+
 func (s *gormRelayStore) settle(tx *gorm.DB, now time.Time, done []settlement) error {
 	var published []int64
 	for _, st := range done {
@@ -198,9 +208,20 @@ func (s *gormRelayStore) settle(tx *gorm.DB, now time.Time, done []settlement) e
 	if len(published) == 0 {
 		return nil
 	}
+	if store.Pipelined(tx) {
+		// With the COMMIT, in one round trip, as one statement whatever
+		// the batch's size.
+		if s.keepPublished {
+			if err := store.LaterSQL(tx, keepPublishedPostgres, []any{now.UTC(), published},
+				func(err error) error { return fmt.Errorf("outbox: keep published: %w", err) }); err != nil {
+				return err
+			}
+		}
+		return store.LaterSQL(tx, "DELETE FROM outbox_events WHERE position = ANY($1)", []any{published},
+			func(err error) error { return fmt.Errorf("outbox: delete published: %w", err) })
+	}
 	if s.keepPublished {
-		if err := tx.Exec(`INSERT INTO outbox_published (position, id, tenant_id, type, aggregate_type, aggregate_id, seq, payload, headers, created_at, attempts, published_at)
-SELECT position, id, tenant_id, type, aggregate_type, aggregate_id, seq, payload, headers, created_at, attempts, ?
+		if err := tx.Exec(keepPublished+`?
 FROM outbox_events WHERE position IN ?`, now.UTC(), published).Error; err != nil {
 			return fmt.Errorf("outbox: keep published: %w", err)
 		}
