@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
 	"github.com/retrysafe/retrysafe/framework/store"
@@ -87,6 +88,9 @@ func newInsertPlan(db *gorm.DB, table string, model reflect.Type) *insertPlan {
 		return nil
 	}
 	s := stmt.Schema
+	if table == "" {
+		table = s.Table
+	}
 	if s.BeforeCreate || s.AfterCreate || s.BeforeSave || s.AfterSave || len(s.CreateClauses) > 0 {
 		return nil
 	}
@@ -189,8 +193,24 @@ func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value) (string
 	return sql, args, true
 }
 
+// LaterCreate queues gorm's Create of rows (a pointer to a model, or to a
+// non-empty slice of them; associations are not written) on tx, as
+// [store.Later] would queue it, into the model's own table. Where the
+// model's INSERT can be spelled once (see [RowStore.Create]) no gorm
+// statement is built per call; otherwise gorm builds it. Its error, passed
+// through wrap when set, is reported as Later's.
+func LaterCreate(ctx context.Context, tx *gorm.DB, rows any, wrap func(error) error) error {
+	if queued, err := laterInsert(ctx, tx, "", rows, wrap); queued || err != nil {
+		return err
+	}
+	return store.Later(tx.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
+		return db.Omit(clause.Associations).Create(rows)
+	}, wrap)
+}
+
 // laterInsert queues the INSERT of rows (a pointer to a model, or to a
-// slice of them) into table on tx by its plan ([store.LaterSQL]). It
+// slice of them) into table (the model's own when "") on tx by its plan
+// ([store.LaterSQL]). It
 // reports false, having queued nothing, where the plan does not apply:
 // tx is not pipelined, or the model or a row needs gorm.
 func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap func(error) error) (bool, error) {

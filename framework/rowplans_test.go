@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -137,6 +138,17 @@ func TestInsertPlanSpellsGormsInsert(t *testing.T) {
 	}
 }
 
+// openPlanDB opens a store on dsn for the test.
+func openPlanDB(t *testing.T, dsn string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), dsn, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
 // TestReadPlanReadsAsGormTakes: a row read by its plan is the row gorm's
 // Take reads, field for field (a NULL into a string, a serializer, a
 // column the model lacks, a tombstone with and without LiveOnly), on both
@@ -144,11 +156,7 @@ func TestInsertPlanSpellsGormsInsert(t *testing.T) {
 func TestReadPlanReadsAsGormTakes(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dsn, store.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
+		db := openPlanDB(t, dsn)
 		g := db.Gorm
 		if err := g.AutoMigrate(&planParent{}, &planKid{}); err != nil {
 			t.Fatal(err)
@@ -239,4 +247,39 @@ func TestPlansAreSharedByTransactions(t *testing.T) {
 	if n := plans(); n != 1 || rows != 3 {
 		t.Fatalf("%d plans, %d rows written; want 1 and 3", n, rows)
 	}
+}
+
+// TestLaterCreateWritesTheModelsTable: LaterCreate writes rows into the
+// model's own table with the transaction, on both dialects (by its plan on
+// PostgreSQL, by gorm on SQLite), and nothing when the transaction rolls
+// back.
+func TestLaterCreateWritesTheModelsTable(t *testing.T) {
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		db := openPlanDB(t, dsn)
+		if err := db.Gorm.AutoMigrate(&planKid{}); err != nil {
+			t.Fatal(err)
+		}
+		parent := uuid.New()
+		kids := []planKid{{TenantID: "acme", ParentID: parent, N: 1, Tags: []string{"x"}}, {TenantID: "acme", ParentID: parent, N: 2}}
+		if err := db.Write(ctx, func(tx *gorm.DB) error { return LaterCreate(ctx, tx, &kids, nil) }); err != nil {
+			t.Fatal(err)
+		}
+		rollback := errors.New("roll back")
+		if err := db.Write(ctx, func(tx *gorm.DB) error {
+			if err := LaterCreate(ctx, tx, &planKid{TenantID: "acme", ParentID: parent, N: 3}, nil); err != nil {
+				return err
+			}
+			return rollback
+		}); !errors.Is(err, rollback) {
+			t.Fatal(err)
+		}
+		var got []planKid
+		if err := db.Gorm.Where("parent_id = ?", parent).Order("n").Find(&got).Error; err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(kids) {
+			t.Fatalf("stored %+v, want %+v", got, kids)
+		}
+	})
 }

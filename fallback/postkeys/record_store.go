@@ -325,6 +325,56 @@ type gormRecordStore struct {
 	d      recordDialect
 	offset func() time.Duration
 	sql    map[string]string
+	// numbered holds, on PostgreSQL, the hot statements (get, create) with
+	// numbered placeholders, run without building a gorm statement.
+	numbered map[string]numberedSQL
+}
+
+// numberedSQL is a statement of named arguments (@name) spelled with
+// PostgreSQL's numbered placeholders: names[i] is the argument of $i+1.
+type numberedSQL struct {
+	sql   string
+	names []string
+}
+
+// numberArgs spells sql's named arguments as $1, $2, … (one number per
+// name, however often it occurs).
+func numberArgs(sql string) numberedSQL {
+	var (
+		b   strings.Builder
+		out numberedSQL
+		num = map[string]int{}
+	)
+	for i := 0; i < len(sql); i++ {
+		if sql[i] != '@' {
+			b.WriteByte(sql[i])
+			continue
+		}
+		j := i + 1
+		for j < len(sql) && (sql[j] == '_' || 'a' <= sql[j] && sql[j] <= 'z') {
+			j++
+		}
+		name := sql[i+1 : j]
+		n, ok := num[name]
+		if !ok {
+			out.names = append(out.names, name)
+			n = len(out.names)
+			num[name] = n
+		}
+		b.WriteString("$" + strconv.Itoa(n))
+		i = j - 1
+	}
+	out.sql = b.String()
+	return out
+}
+
+// values returns args in the order of the placeholders.
+func (q numberedSQL) values(args map[string]any) []any {
+	out := make([]any, len(q.names))
+	for i, name := range q.names {
+		out[i] = args[name]
+	}
+	return out
 }
 
 const recordColumns = `tenant_id, operation, idem_key, fingerprint, fingerprint_version, state, recovery_point,
@@ -426,6 +476,9 @@ func newGormRecordStore(d recordDialect, offset func() time.Duration) *gormRecor
 	for name, q := range recordSQL {
 		s.sql[name] = r.Replace(q)
 	}
+	if d.now == postgresRecords.now {
+		s.numbered = map[string]numberedSQL{"get": numberArgs(s.sql["get"]), "create": numberArgs(s.sql["create"])}
+	}
 	return s
 }
 
@@ -483,6 +536,9 @@ func (s *gormRecordStore) Reclaim(ctx context.Context, db *gorm.DB, p ClaimParam
 }
 
 func (s *gormRecordStore) Get(ctx context.Context, db *gorm.DB, id RecordID) (Record, bool, error) {
+	if q, ok := s.numbered["get"]; ok {
+		return s.getNumbered(ctx, db, q, s.args(id, nil))
+	}
 	var rows []recordRow
 	if err := db.WithContext(ctx).Raw(s.sql["get"], s.args(id, nil)).Find(&rows).Error; err != nil || len(rows) == 0 {
 		return Record{}, false, err
@@ -529,7 +585,39 @@ func (s *gormRecordStore) Create(ctx context.Context, db *gorm.DB, c ClaimParams
 	}
 	args["fingerprint"], args["version"], args["point"] = c.Fingerprint, c.FingerprintVersion, point
 	args = s.args(c.ID, args)
+	if q, ok := s.numbered["create"]; ok && store.Pipelined(db) {
+		return store.LaterSQL(db, q.sql, q.values(args), keyTaken)
+	}
 	return store.Later(db.WithContext(ctx), func(q *gorm.DB) *gorm.DB { return q.Exec(s.sql["create"], args) }, keyTaken)
+}
+
+// getNumbered is Get on PostgreSQL: the statement as spelled and the row
+// scanned column by column, reported to db's gorm logger as gorm would.
+func (s *gormRecordStore) getNumbered(ctx context.Context, db *gorm.DB, q numberedSQL, args map[string]any) (rec Record, found bool, err error) {
+	start := time.Now()
+	defer func() {
+		var n int64
+		if found {
+			n = 1
+		}
+		db.Logger.Trace(ctx, start, func() (string, int64) { return q.sql, n }, err)
+	}()
+	rows, err := db.Statement.ConnPool.QueryContext(ctx, q.sql, q.values(args)...)
+	if err != nil {
+		return Record{}, false, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return Record{}, false, rows.Err()
+	}
+	var r recordRow
+	if err := rows.Scan(&r.TenantID, &r.Operation, &r.IdemKey, &r.Fingerprint, &r.FingerprintVersion, &r.State,
+		&r.RecoveryPoint, &r.Attempt, &r.Fence, &r.LockedUntil, &r.ResponseStatus, &r.ResponseHeaders,
+		&r.ResponseBody, &r.ResponseTruncated, &r.ResourceRef, &r.ErrorCode, &r.CreatedAt, &r.UpdatedAt,
+		&r.ExpiresAt, &r.Expired, &r.LeaseExpired); err != nil {
+		return Record{}, false, err
+	}
+	return r.record(), true, rows.Close()
 }
 
 // outcomeArgs are the statement arguments of p's outcome.

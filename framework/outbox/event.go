@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -118,24 +116,8 @@ RETURNING seq`
 // numbered holds the PostgreSQL statements above with numbered placeholders
 // ($1, $2, …) for [store.LaterSQL].
 var numbered = map[string]string{
-	writeEventPostgres:   numberPlaceholders(writeEventPostgres),
-	writeOrderedPostgres: numberPlaceholders(writeOrderedPostgres),
-}
-
-// numberPlaceholders turns gorm's ? placeholders into $1, $2, … (the
-// statements it is given have no ? of any other kind).
-func numberPlaceholders(sql string) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range sql {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	writeEventPostgres:   store.NumberPlaceholders(writeEventPostgres),
+	writeOrderedPostgres: store.NumberPlaceholders(writeOrderedPostgres),
 }
 
 // Write adds events to the outbox on tx, the transaction of the effect they

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -475,6 +476,45 @@ func LaterSQL(tx *gorm.DB, sql string, args []any, wrap func(error) error) error
 	}
 	p.queue = append(p.queue, queued{sql: sql, args: args, wrap: wrap})
 	return nil
+}
+
+// ExecSQL runs a statement spelled in PostgreSQL's SQL ($1, $2, …) on tx,
+// a transaction for which [Pipelined] reports true, together with what is
+// queued before it (one round trip), and returns the rows it affected: a
+// hot write whose answer is needed, without building a gorm statement. It
+// is reported to tx's gorm logger as gorm's Exec would report it. Anywhere
+// else it runs nothing and returns an error.
+func ExecSQL(tx *gorm.DB, sql string, args ...any) (int64, error) {
+	p, ok := tx.Statement.ConnPool.(*pinnedTx)
+	if !ok || !p.pipelined {
+		return 0, errors.New("store: ExecSQL needs a DB.Write transaction on PostgreSQL")
+	}
+	ctx := tx.Statement.Context
+	start := time.Now()
+	var n int64
+	res, err := p.ExecContext(ctx, sql, args...)
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	tx.Logger.Trace(ctx, start, func() (string, int64) { return sql, n }, err)
+	return n, err
+}
+
+// NumberPlaceholders spells sql's ? placeholders as PostgreSQL's $1, $2,
+// … for [LaterSQL] and [ExecSQL]; sql must have no ? of another kind (in a
+// literal or an operator).
+func NumberPlaceholders(sql string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range sql {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Find runs the query that build makes on tx (a gorm Find, Take, First or

@@ -146,11 +146,19 @@ func (t *Transfers) execute(ctx context.Context, tx *gorm.DB, req postkeys.Reque
 		Currency: cmd.Currency, CreatedAt: req.Now}
 	// Nothing reads the insert's answer: on PostgreSQL it goes with the
 	// record's completion instead of costing a round trip.
-	if err := store.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Create(&row) }, nil); err != nil {
+	if err := framework.LaterCreate(ctx, tx, &row, nil); err != nil {
 		return postkeys.Response{}, err
 	}
 	return postkeys.JSON(http.StatusCreated, row.render(), row.ID)
 }
+
+// moveSQL is the two balance moves of a transfer, in name order.
+const moveSQL = `INSERT INTO accounts (tenant_id, name, currency, balance, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)
+ON CONFLICT (tenant_id, name) DO UPDATE SET balance = accounts.balance + excluded.balance, updated_at = excluded.updated_at
+WHERE accounts.currency = excluded.currency`
+
+var moveSQLPostgres = store.NumberPlaceholders(moveSQL)
 
 // move moves amount from one account's balance to the other's, creating
 // an account with this currency on first use: one statement of two
@@ -166,16 +174,23 @@ func move(tx *gorm.DB, tenant, currency, from, to string, amount int64, now time
 	if to < from {
 		legs[0], legs[1] = legs[1], legs[0]
 	}
-	res := tx.Exec(`INSERT INTO accounts (tenant_id, name, currency, balance, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)
-ON CONFLICT (tenant_id, name) DO UPDATE SET balance = accounts.balance + excluded.balance, updated_at = excluded.updated_at
-WHERE accounts.currency = excluded.currency`,
-		tenant, legs[0].account, currency, legs[0].delta, now, now,
-		tenant, legs[1].account, currency, legs[1].delta, now, now)
-	if res.Error != nil {
-		return res.Error
+	args := []any{tenant, legs[0].account, currency, legs[0].delta, now, now,
+		tenant, legs[1].account, currency, legs[1].delta, now, now}
+	var moved int64
+	if store.Pipelined(tx) {
+		// PostgreSQL: as spelled, with no gorm statement built.
+		var err error
+		if moved, err = store.ExecSQL(tx, moveSQLPostgres, args...); err != nil {
+			return err
+		}
+	} else {
+		res := tx.Exec(moveSQL, args...)
+		if res.Error != nil {
+			return res.Error
+		}
+		moved = res.RowsAffected
 	}
-	if res.RowsAffected == 2 {
+	if moved == 2 {
 		return nil
 	}
 	var other []accountRow
@@ -184,7 +199,7 @@ WHERE accounts.currency = excluded.currency`,
 		return err
 	}
 	if len(other) == 0 {
-		return fmt.Errorf("transfers: %d of 2 balance moves applied, and no account holds another currency", res.RowsAffected)
+		return fmt.Errorf("transfers: %d of 2 balance moves applied, and no account holds another currency", moved)
 	}
 	return &framework.Error{Code: CodeCurrencyMismatch,
 		Detail: fmt.Sprintf("account %s holds %s; the transfer is in %s", other[0].Name, other[0].Currency, currency)}
