@@ -27,8 +27,12 @@ type LegacyConfig struct {
 // name: a name-based (SHA-1, version 5) UUID in a namespace per resource. It
 // is the same for every tenant; tenants stay apart by the primary key.
 func LegacyID(resource, key string) uuid.UUID {
-	namespace := uuid.NewSHA1(uuid.NameSpaceURL, []byte("urn:retrysafe:resource:"+resource))
-	return uuid.NewSHA1(namespace, []byte(key))
+	return uuid.NewSHA1(legacyNamespace(resource), []byte(key))
+}
+
+// legacyNamespace is the namespace of [LegacyID] for resource.
+func legacyNamespace(resource string) uuid.UUID {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("urn:retrysafe:resource:"+resource))
 }
 
 // MountLegacyPOST registers POST /{name} with a required Idempotency-Key as
@@ -47,6 +51,8 @@ func (c *Collection[Cmd, Model]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig
 	if !cfg.Sunset.IsZero() {
 		sunset = cfg.Sunset.UTC().Format(http.TimeFormat)
 	}
+	namespace := legacyNamespace(c.res.Name)
+	linkTemplate := "<" + c.res.BasePath + `/{id}>; rel="successor-version"`
 	g.POST("/"+c.res.Name, func(g *gin.Context) {
 		start := time.Now()
 		h := g.Writer.Header()
@@ -57,7 +63,7 @@ func (c *Collection[Cmd, Model]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig
 		// Until the key names the order, point at the PUT form with a fresh
 		// ID (a valid successor URL) and give the template (RFC 9652).
 		h.Set(wire.HeaderLink, "<"+c.location(uuid.New())+`>; rel="successor-version"`)
-		h.Set(wire.HeaderLinkTemplate, "<"+c.res.BasePath+`/{id}>; rel="successor-version"`)
+		h.Set(wire.HeaderLinkTemplate, linkTemplate)
 		tenant, ok := Tenant(g, c.engine.logger)
 		if !ok {
 			return
@@ -71,14 +77,18 @@ func (c *Collection[Cmd, Model]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig
 			c.fail(g, "legacy_post", err)
 			return
 		}
-		id := LegacyID(c.res.Name, key)
+		id := uuid.NewSHA1(namespace, []byte(key)) // LegacyID
 		h.Set(wire.HeaderLink, "<"+c.location(id)+`>; rel="successor-version"`)
 		c.engine.logger.LogAttrs(g.Request.Context(), slog.LevelInfo, "legacy route used",
 			slog.String("tenant", tenant), slog.String("resource", c.res.Name),
 			slog.String("key_sha256", KeyHash(key)), slog.String("user_agent", g.Request.UserAgent()))
-		header := g.Request.Header.Clone()
-		header.Del("If-Match")
-		header.Set("If-None-Match", "*")
+		// A shallow copy: only these two entries change.
+		header := make(http.Header, len(g.Request.Header)+1)
+		for k, v := range g.Request.Header {
+			header[k] = v
+		}
+		delete(header, "If-Match")
+		header["If-None-Match"] = []string{"*"}
 		c.serveCreate(g, "legacy_post", start, PutRequest[Cmd]{Tenant: tenant, ID: id, Header: header, keyReuse: true}, key)
 	})
 	return nil
