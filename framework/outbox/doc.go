@@ -34,6 +34,9 @@
 // consumers deduplicate by [Event.ID] (see package natsjs and package
 // inbox). Refused events are retried with backoff and parked after
 // [Config.MaxAttempts]; see [Relay] for what that means for the aggregate.
+// On PostgreSQL the running relay also vacuums outbox_events every
+// [Config.VacuumInterval], so that the rows it deletes do not pile up in
+// front of every claim between autovacuum's visits.
 // A published event is deleted in the transaction that settles its batch;
 // with a positive [Config.Retention] it is moved to outbox_published
 // instead and deleted from there that much later, in bounded batches.

@@ -1,9 +1,13 @@
 package outbox_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -519,4 +523,79 @@ func TestEventsBehindABackoffDoNotStarveOthers(t *testing.T) {
 			t.Fatalf("published %+v", got)
 		}
 	})
+}
+
+// TestRelayVacuumsTheOutbox: on PostgreSQL a running relay vacuums
+// outbox_events every VacuumInterval while it publishes, and a relay
+// whose user does not own the table says so once and goes on publishing.
+func TestRelayVacuumsTheOutbox(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testdb.New(t, "postgres")
+	db := setup(t, dsn)
+	vacuums := func() (n int64) {
+		if err := db.Gorm.Raw("SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass('outbox_events')").
+			Scan(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	run := func(db *store.DB, logger *slog.Logger, rec *recorder) {
+		relay, err := outbox.NewRelay(db, rec, outbox.Config{VacuumInterval: 20 * time.Millisecond, PollInterval: 10 * time.Millisecond, Logger: logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := relay.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer relay.Stop()
+		emit(t, db, "acme", "a1", 5)
+		eventually(t, "the relay publishes", func() bool { return len(rec.got()) == 5 })
+		time.Sleep(100 * time.Millisecond)
+	}
+	run(db, nil, &recorder{})
+	eventually(t, "a vacuum of outbox_events", func() bool { return vacuums() > 0 })
+
+	// A user who may write the outbox but does not own it.
+	role := "outbox_writer_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("search_path")
+	if err := db.Gorm.Exec("CREATE ROLE " + role + " LOGIN").Error; err != nil {
+		t.Skipf("this user may not create a role for the test: %v", err)
+	}
+	for _, q := range []string{"GRANT USAGE ON SCHEMA " + schema + " TO " + role,
+		"GRANT ALL ON ALL TABLES IN SCHEMA " + schema + " TO " + role, "GRANT ALL ON ALL SEQUENCES IN SCHEMA " + schema + " TO " + role} {
+		if err := db.Gorm.Exec(q).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		db.Gorm.Exec("DROP OWNED BY " + role)
+		db.Gorm.Exec("DROP ROLE " + role)
+	})
+	u.User = url.User(role)
+	other, err := store.Open(ctx, u.String(), store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	rec := &recorder{}
+	run(other, slog.New(slog.NewTextHandler(&logs, nil)), rec)
+	_ = other.Close()
+	if n := strings.Count(logs.String(), "may not vacuum outbox_events"); n != 1 {
+		t.Fatalf("%d reports of the refused vacuum, want 1:\n%s", n, logs.String())
+	}
+}
+
+// eventually polls cond every 20ms until it holds or 10s passed.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }

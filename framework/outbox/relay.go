@@ -29,6 +29,7 @@ const (
 	DefaultMaxBackoff      = time.Minute
 	DefaultCleanupInterval = time.Minute
 	DefaultCleanupBatch    = 1000
+	DefaultVacuumInterval  = 5 * time.Second
 )
 
 // Config tunes [NewRelay]. The zero value is ready to use.
@@ -61,6 +62,16 @@ type Config struct {
 	// CleanupBatchSize bounds the rows one cleanup DELETE removes. Defaults
 	// to 1000.
 	CleanupBatchSize int
+	// VacuumInterval is, on PostgreSQL, how often [Relay.Start] vacuums
+	// outbox_events (VACUUM (SKIP_LOCKED)), busy or idle. Every event the
+	// relay deletes leaves a dead row until a vacuum, and every claim reads
+	// past them: at thousands of events a second, autovacuum's visits (a
+	// minute apart at best) let a claim grow from a millisecond to tens.
+	// Vacuuming a table of pending rows is cheap. A relay whose database
+	// user may not vacuum the table (only its owner may) logs that once
+	// and leaves it to autovacuum. Defaults to 5s; negative turns it off.
+	// SQLite reuses a deleted row's space at once and is not vacuumed.
+	VacuumInterval time.Duration
 	// Registerer receives the relay's metrics (see [Metrics]). Defaults
 	// to none: the relay counts into collectors nobody scrapes.
 	Registerer prometheus.Registerer
@@ -79,7 +90,7 @@ type Config struct {
 
 func (c Config) withDefaults() (Config, error) {
 	if c.BatchSize < 0 || c.PollInterval < 0 || c.MaxAttempts < 0 || c.BaseBackoff < 0 || c.MaxBackoff < 0 ||
-		c.Retention < 0 || c.CleanupInterval < 0 || c.CleanupBatchSize < 0 {
+		c.Retention < 0 || c.CleanupInterval < 0 || c.CleanupBatchSize < 0 { // VacuumInterval < 0: off
 		return c, errors.New("outbox: Config durations and sizes must not be negative")
 	}
 	def := func(v *int, d int) {
@@ -99,6 +110,7 @@ func (c Config) withDefaults() (Config, error) {
 	defD(&c.BaseBackoff, DefaultBaseBackoff)
 	defD(&c.MaxBackoff, DefaultMaxBackoff)
 	defD(&c.CleanupInterval, DefaultCleanupInterval)
+	defD(&c.VacuumInterval, DefaultVacuumInterval)
 	if c.MaxBackoff < c.BaseBackoff {
 		return c, errors.New("outbox: MaxBackoff must not be below BaseBackoff")
 	}
@@ -362,6 +374,32 @@ func (r *Relay) Start(ctx context.Context) error {
 	return nil
 }
 
+// vacuumer returns what work calls before every run: it vacuums
+// outbox_events once VacuumInterval has passed since the last vacuum, until
+// the database refuses (the user does not own the table).
+func (r *Relay) vacuumer() func(context.Context) {
+	if r.cfg.VacuumInterval < 0 {
+		return func(context.Context) {}
+	}
+	last, refused := time.Now(), false
+	return func(ctx context.Context) {
+		if refused || time.Since(last) < r.cfg.VacuumInterval {
+			return
+		}
+		last = time.Now()
+		err := r.st.vacuum(ctx)
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, errVacuumRefused):
+			refused = true
+			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "outbox relay may not vacuum outbox_events; autovacuum alone will",
+				slog.String("error", err.Error()))
+		default:
+			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "outbox vacuum failed", slog.String("error", err.Error()))
+		}
+	}
+}
+
 // Stop stops the relay and waits for it. A batch in flight is abandoned
 // unsettled, so its events are published again later. It is safe to call
 // when the relay does not run, and more than once.
@@ -380,7 +418,9 @@ func (r *Relay) work(ctx context.Context) {
 	cleanup := time.NewTicker(r.cfg.CleanupInterval)
 	defer cleanup.Stop()
 	failures := 0
+	vacuum := r.vacuumer()
 	for ctx.Err() == nil {
+		vacuum(ctx)
 		stats, err := r.RunOnce(ctx)
 		wait := time.Duration(0)
 		switch {
