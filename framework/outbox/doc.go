@@ -24,7 +24,8 @@
 // context of ctx. [AppendOrdered] is for events whose aggregate's own row
 // the transaction has already written, and so locked: that lock orders
 // them, and on PostgreSQL the event's position is its number (increasing,
-// with gaps), with no counter row. The tables are the framework's (migrations 00002 and 00003).
+// with gaps), with no counter row. The tables are the framework's
+// (migrations 00002 and 00003).
 //
 // The relay ([NewRelay], [Relay.Start]) claims pending events in batches,
 // publishes them and deletes them. On PostgreSQL several relays may
