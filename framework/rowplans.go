@@ -27,9 +27,15 @@ type insertPlan struct {
 	// head is `INSERT INTO "table" ("a","b",…) VALUES `.
 	head   string
 	fields []*schema.Field
-	// sql caches the statement text for n rows (key n).
+	// sql caches the statement text for n rows (key n), up to
+	// maxCachedRows rows.
 	sql sync.Map
 }
+
+// maxCachedRows bounds the row counts whose statement text a plan keeps:
+// a create's child rows are few, and a text per count of a bulk insert
+// would grow without bound.
+const maxCachedRows = 128
 
 // planKey names a plan: one per dialect, naming strategy (which names the
 // columns), model type and table. Not the *gorm.Config: gorm copies it for
@@ -189,7 +195,9 @@ func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value) (string
 		b.WriteByte(')')
 	}
 	sql := b.String()
-	pl.sql.Store(n, sql)
+	if n <= maxCachedRows {
+		pl.sql.Store(n, sql)
+	}
 	return sql, args, true
 }
 
@@ -210,11 +218,12 @@ func LaterCreate(ctx context.Context, tx *gorm.DB, rows any, wrap func(error) er
 
 // laterInsert queues the INSERT of rows (a pointer to a model, or to a
 // slice of them) into table (the model's own when "") on tx by its plan
-// ([store.LaterSQL]). It
-// reports false, having queued nothing, where the plan does not apply:
-// tx is not pipelined, or the model or a row needs gorm.
+// ([store.LaterSQL]). It reports false, having queued nothing, where the
+// plan does not apply: tx is not pipelined, gorm would split the rows
+// (CreateBatchSize), or the model or a row needs gorm.
 func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap func(error) error) (bool, error) {
-	if !store.Pipelined(tx) {
+	if !store.Pipelined(tx) || tx.CreateBatchSize > 0 {
+		// CreateBatchSize: gorm splits a slice into several INSERTs.
 		return false, nil
 	}
 	rv := reflect.ValueOf(rows)

@@ -283,3 +283,32 @@ func TestLaterCreateWritesTheModelsTable(t *testing.T) {
 		}
 	})
 }
+
+// TestInsertPlanBounds: a plan keeps the statement text of small row
+// counts only, and leaves to gorm the rows of a session that has gorm
+// split inserts into batches (CreateBatchSize).
+func TestInsertPlanBounds(t *testing.T) {
+	ctx := context.Background()
+	db := openPlanDB(t, testdb.New(t, "postgres"))
+	pl := insertPlanOf(db.Gorm, "bounded_kids", reflect.TypeFor[planKid]())
+	for _, n := range []int{2, maxCachedRows + 1} {
+		rows := make([]planKid, n)
+		if _, _, ok := pl.statement(ctx, reflect.ValueOf(&rows).Elem()); !ok {
+			t.Fatalf("%d rows not planned", n)
+		}
+		if _, cached := pl.sql.Load(n); cached != (n <= maxCachedRows) {
+			t.Fatalf("statement for %d rows cached: %v", n, cached)
+		}
+	}
+	err := db.Write(ctx, func(tx *gorm.DB) error {
+		batched := tx.Session(&gorm.Session{CreateBatchSize: 10})
+		queued, err := laterInsert(ctx, batched, "bounded_kids", &[]planKid{{TenantID: "acme"}}, nil)
+		if queued {
+			t.Error("rows of a session with CreateBatchSize queued by a plan")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

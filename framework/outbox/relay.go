@@ -68,8 +68,9 @@ type Config struct {
 	// past them: at thousands of events a second, autovacuum's visits (a
 	// minute apart at best) let a claim grow from a millisecond to tens.
 	// Vacuuming a table of pending rows is cheap. A relay whose database
-	// user may not vacuum the table (only its owner may) logs that once
-	// and leaves it to autovacuum. Defaults to 5s; negative turns it off.
+	// user may not vacuum the table (only the table's or the database's
+	// owner may) logs that once and leaves it to autovacuum. Defaults to
+	// 5s; negative turns it off.
 	// SQLite reuses a deleted row's space at once and is not vacuumed.
 	VacuumInterval time.Duration
 	// Registerer receives the relay's metrics (see [Metrics]). Defaults

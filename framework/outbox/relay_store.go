@@ -148,12 +148,13 @@ func (s *postgresRelayStore) withBatch(ctx context.Context, now time.Time, limit
 }
 
 // vacuum runs VACUUM on outbox_events, skipping it when another vacuum
-// holds the table. PostgreSQL answers a user who does not own the table
-// with a warning, not an error ("permission denied to vacuum"), and does
-// nothing: the relay checks the table's owner instead.
+// holds the table. PostgreSQL answers a user who owns neither the table
+// nor the database with a warning, not an error, and does nothing: the
+// relay checks the owners instead.
 func (s *postgresRelayStore) vacuum(ctx context.Context) error {
 	var may bool
 	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT pg_has_role(current_user, c.relowner, 'USAGE')
+    OR pg_has_role(current_user, (SELECT datdba FROM pg_database WHERE datname = current_database()), 'USAGE')
 FROM pg_class c WHERE c.oid = to_regclass('outbox_events')`).Scan(&may).Error; err != nil {
 		return err
 	}
