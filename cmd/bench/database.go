@@ -158,16 +158,38 @@ WHERE datname = $1 AND backend_type = 'client backend'`, d.name).Scan(&backends)
 	return last, nil
 }
 
-// walPosition returns the server's WAL flush position ("" on SQLite or
-// without pg_walinspect). Taken after [database.commits] has idled the
-// pool, every commit of the measured requests lies before it.
+// walPosition returns the server's WAL insert position, once flushed (""
+// on SQLite or without pg_walinspect). Taken after [database.commits] has
+// idled the pool, every commit of the measured requests lies before it.
+// The insert position is a record's boundary; the flush position may fall
+// inside a record, and a range that starts there can hold no record
+// pg_walinspect finds ("could not find a valid record after …": with a
+// scenario that writes nothing, the range is other databases' WAL alone).
+// pg_walinspect reads only flushed WAL, so it waits for the flush (the WAL
+// writer flushes within its delay, 200 ms by default) for up to 5 s.
 func (d *database) walPosition(ctx context.Context) (string, error) {
 	if d.inspect == nil {
 		return "", nil
 	}
 	var lsn string
-	err := d.admin.QueryRowContext(ctx, "SELECT pg_current_wal_flush_lsn()::text").Scan(&lsn)
-	return lsn, err
+	if err := d.admin.QueryRowContext(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn); err != nil {
+		return "", err
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		var flushed bool
+		if err := d.admin.QueryRowContext(ctx, "SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn", lsn).Scan(&flushed); err != nil {
+			return "", err
+		}
+		if flushed {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return lsn, nil
 }
 
 // walCommits counts the commit records written to the WAL between two
@@ -188,10 +210,9 @@ func (d *database) walCommits(ctx context.Context, from, to string) (int64, erro
 		n   int64
 		err error
 	)
-	// Under a heavy load of other databases' writes, a read of a range
-	// just flushed has failed now and then ("could not find a valid
-	// record after …"); it is read again, and after five failures the
-	// figure of this sample is left unmeasured rather than fail the run.
+	// A read that fails all the same (a range not flushed after 5 s) is
+	// tried again, and after five failures the figure of this sample is
+	// left unmeasured rather than fail the run.
 	for try := 0; try < 5; try++ {
 		if try > 0 {
 			time.Sleep(100 * time.Millisecond)
