@@ -291,6 +291,9 @@ type recordDialect struct {
 	ageSeconds string
 	// duration spells a duration as the argument now and plus take.
 	duration func(time.Duration) string
+	// numbered: the hot statements run with numbered placeholders, with
+	// no gorm statement built (PostgreSQL).
+	numbered bool
 }
 
 var (
@@ -303,6 +306,7 @@ var (
 		nextFence:  "nextval('idempotency_records_fence_seq')",
 		ageSeconds: "CAST(EXTRACT(EPOCH FROM (statement_timestamp() + CAST(@off AS interval) - %s)) AS DOUBLE PRECISION)",
 		duration:   func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) + " microseconds" },
+		numbered:   true,
 	}
 	// SQLite: 'now' is fixed for one statement; times are UTC text with
 	// milliseconds, one fixed width, so they compare as text; fences come
@@ -476,7 +480,7 @@ func newGormRecordStore(d recordDialect, offset func() time.Duration) *gormRecor
 	for name, q := range recordSQL {
 		s.sql[name] = r.Replace(q)
 	}
-	if d.now == postgresRecords.now {
+	if d.numbered {
 		s.numbered = map[string]numberedSQL{"get": numberArgs(s.sql["get"]), "create": numberArgs(s.sql["create"])}
 	}
 	return s

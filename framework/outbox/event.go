@@ -113,13 +113,6 @@ INSERT INTO outbox_events (id, tenant_id, type, aggregate_type, aggregate_id, se
 SELECT ?::uuid, ?, ?, ?, ?, s.last_seq, ?, ?, ?::timestamptz, ?::timestamptz FROM s
 RETURNING seq`
 
-// numbered holds the PostgreSQL statements above with numbered placeholders
-// ($1, $2, …) for [store.LaterSQL].
-var numbered = map[string]string{
-	writeEventPostgres:   store.NumberPlaceholders(writeEventPostgres),
-	writeOrderedPostgres: store.NumberPlaceholders(writeOrderedPostgres),
-}
-
 // Write adds events to the outbox on tx, the transaction of the effect they
 // report: they commit with it or not at all. Call it only on the path where
 // the effect happened (the insert took place, the charge was recorded), never
@@ -217,16 +210,10 @@ func write(ctx context.Context, tx *gorm.DB, later, ordered bool, events []Event
 			typ := ev.Type
 			wrap := func(err error) error { return fmt.Errorf("outbox: write %s: %w", typ, err) }
 			var err error
-			switch {
-			case later && store.Pipelined(tx):
-				// Queued as spelled for PostgreSQL: no gorm statement.
-				err = store.LaterSQL(tx, numbered[sql], args, wrap)
-			case later:
-				err = store.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Exec(sql, args...) }, wrap)
-			default:
-				if err = tx.Raw(sql, args...).Find(&ev.Seq).Error; err != nil {
-					err = wrap(err)
-				}
+			if later {
+				err = store.LaterExec(tx, sql, args, wrap)
+			} else if err = tx.Raw(sql, args...).Find(&ev.Seq).Error; err != nil {
+				err = wrap(err)
 			}
 			if err != nil {
 				return nil, err

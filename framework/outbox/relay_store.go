@@ -65,7 +65,7 @@ func newRelayStore(db *store.DB, keepPublished bool) (relayStore, error) {
 	base := gormRelayStore{db: db, keepPublished: keepPublished}
 	switch db.Dialect.Name() {
 	case "postgres":
-		return &postgresRelayStore{base}, nil
+		return &postgresRelayStore{gormRelayStore: base}, nil
 	case "sqlite":
 		return &sqliteRelayStore{base}, nil
 	}
@@ -124,7 +124,12 @@ ORDER BY c.position`
 // and a relay that dies mid-batch loses its connection, which rolls back its
 // claim and releases the rows for another relay. Only outbox rows are
 // locked, so writers are never held up by a slow broker.
-type postgresRelayStore struct{ gormRelayStore }
+type postgresRelayStore struct {
+	gormRelayStore
+	// mayVacuum: the user was found to own outbox_events or the
+	// database (vacuum is called by the relay's one goroutine).
+	mayVacuum bool
+}
 
 func (s *postgresRelayStore) withBatch(ctx context.Context, now time.Time, limit int, publish func([]claimedEvent) []settlement) (int, error) {
 	var n int
@@ -152,6 +157,17 @@ func (s *postgresRelayStore) withBatch(ctx context.Context, now time.Time, limit
 // nor the database with a warning, not an error, and does nothing: the
 // relay checks the owners instead.
 func (s *postgresRelayStore) vacuum(ctx context.Context) error {
+	if !s.mayVacuum {
+		if err := s.checkVacuum(ctx); err != nil {
+			return err
+		}
+	}
+	return s.db.Gorm.WithContext(ctx).Exec("VACUUM (SKIP_LOCKED) outbox_events").Error
+}
+
+// checkVacuum sets mayVacuum once the user is found to own the table or
+// the database, and returns errVacuumRefused when it does not.
+func (s *postgresRelayStore) checkVacuum(ctx context.Context) error {
 	var may bool
 	if err := s.db.Gorm.WithContext(ctx).Raw(`SELECT pg_has_role(current_user, c.relowner, 'USAGE')
     OR pg_has_role(current_user, (SELECT datdba FROM pg_database WHERE datname = current_database()), 'USAGE')
@@ -161,7 +177,8 @@ FROM pg_class c WHERE c.oid = to_regclass('outbox_events')`).Scan(&may).Error; e
 	if !may {
 		return errVacuumRefused
 	}
-	return s.db.Gorm.WithContext(ctx).Exec("VACUUM (SKIP_LOCKED) outbox_events").Error
+	s.mayVacuum = true
+	return nil
 }
 
 func (s *sqliteRelayStore) vacuum(context.Context) error { return nil }

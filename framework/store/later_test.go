@@ -14,6 +14,20 @@ import (
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
+// kvStore opens a store of its own on dialect with a table kv (k, v).
+func kvStore(t *testing.T, dialect string) (*gorm.DB, *store.DB) {
+	t.Helper()
+	gdb := ownGorm(t, dialect, "journal_mode(WAL)")
+	db, err := store.New(context.Background(), gdb, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gdb.Exec("CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL)").Error; err != nil {
+		t.Fatal(err)
+	}
+	return gdb, db
+}
+
 // TestLater: a write queued with store.Later is seen by the transaction's
 // next statement, commits with the transaction or not at all, and its error
 // (wrapped) stops the commit, on both dialects; the pooled connection is
@@ -24,14 +38,7 @@ func TestLater(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			gdb := ownGorm(t, dialect, "journal_mode(WAL)")
-			db, err := store.New(ctx, gdb, store.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := gdb.Exec("CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL)").Error; err != nil {
-				t.Fatal(err)
-			}
+			gdb, db := kvStore(t, dialect)
 			type kv struct {
 				K string `gorm:"primaryKey"`
 				V int
@@ -80,7 +87,7 @@ func TestLater(t *testing.T) {
 			// Write returns its error wrapped, nothing of the transaction
 			// commits.
 			dup := errors.New("duplicate")
-			err = db.Write(ctx, func(tx *gorm.DB) error {
+			err := db.Write(ctx, func(tx *gorm.DB) error {
 				if err := tx.Table("kv").Create(&kv{K: "d", V: 4}).Error; err != nil {
 					return err
 				}
@@ -279,6 +286,57 @@ func TestLockTimeoutHoldsForAFreshStatement(t *testing.T) {
 			err = db.Write(wctx, fn)
 			if waited := time.Since(start); !errors.Is(err, store.ErrLockTimeout) || waited > 5*time.Second {
 				t.Fatalf("Write on a locked table = %v after %v, want ErrLockTimeout after about 200ms", err, waited)
+			}
+		})
+	}
+}
+
+// TestExecAndLaterExec: store.LaterExec queues a ?-placeholder write and
+// store.Exec runs one after it and returns the rows it affected, in the
+// transaction's order, as gorm's Exec would (an IN ? list included), on
+// both dialects; an error of a queued write stops the commit, wrapped.
+func TestExecAndLaterExec(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range testdb.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			gdb, db := kvStore(t, dialect)
+			var updated, listed int64
+			err := db.Write(ctx, func(tx *gorm.DB) error {
+				for _, k := range []string{"a", "b", "c"} {
+					if err := store.LaterExec(tx, "INSERT INTO kv (k, v) VALUES (?, ?)", []any{k, 1}, nil); err != nil {
+						return err
+					}
+				}
+				var err error
+				if updated, err = store.Exec(tx, "UPDATE kv SET v = v + ? WHERE v = ?", 10, 1); err != nil {
+					return err
+				}
+				listed, err = store.Exec(tx, "UPDATE kv SET v = v + 1 WHERE k IN ?", []string{"a", "b"})
+				return err
+			})
+			if err != nil || updated != 3 || listed != 2 {
+				t.Fatalf("write: %v; rows affected %d and %d, want 3 and 2", err, updated, listed)
+			}
+			var sum int64
+			if err := gdb.Raw("SELECT SUM(v) FROM kv").Scan(&sum).Error; err != nil || sum != 12+12+11 {
+				t.Fatalf("sum of v = %d (%v), want 35", sum, err)
+			}
+			dup := errors.New("duplicate key")
+			err = db.Write(ctx, func(tx *gorm.DB) error {
+				if err := store.LaterExec(tx, "INSERT INTO kv (k, v) VALUES (?, ?)", []any{"d", 1}, nil); err != nil {
+					return err
+				}
+				return store.LaterExec(tx, "INSERT INTO kv (k, v) VALUES (?, ?)", []any{"a", 1},
+					func(err error) error { return fmt.Errorf("%w: %v", dup, err) })
+			})
+			var n int64
+			if err := gdb.Table("kv").Where("k = ?", "d").Count(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(err, dup) || n != 0 {
+				t.Fatalf("a failed queued write: %v, and %d rows of its transaction committed", err, n)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -478,17 +479,21 @@ func LaterSQL(tx *gorm.DB, sql string, args []any, wrap func(error) error) error
 	return nil
 }
 
-// ExecSQL runs a statement spelled in PostgreSQL's SQL ($1, $2, …) on tx,
-// a transaction for which [Pipelined] reports true, together with what is
-// queued before it (one round trip), and returns the rows it affected: a
-// hot write whose answer is needed, without building a gorm statement. It
-// is reported to tx's gorm logger as gorm's Exec would report it. Anywhere
-// else it runs nothing and returns an error.
-func ExecSQL(tx *gorm.DB, sql string, args ...any) (int64, error) {
+// Exec runs sql, a statement with gorm's ? placeholders, with args on tx
+// and returns the rows it affected, as tx.Exec(sql, args...) would. In a
+// transaction for which [Pipelined] reports true it builds no gorm
+// statement: the placeholders are numbered ([NumberPlaceholders]) and the
+// statement goes out with what is queued before it (one round trip), and
+// it is reported to tx's gorm logger as gorm's Exec would report it. Use it
+// for a hot write whose answer is needed. Arguments that gorm would expand
+// (a slice for IN ?, a map of named arguments) send it through gorm.
+func Exec(tx *gorm.DB, sql string, args ...any) (int64, error) {
 	p, ok := tx.Statement.ConnPool.(*pinnedTx)
-	if !ok || !p.pipelined {
-		return 0, errors.New("store: ExecSQL needs a DB.Write transaction on PostgreSQL")
+	if !ok || !p.pipelined || !plainArgs(args) {
+		res := tx.Exec(sql, args...)
+		return res.RowsAffected, res.Error
 	}
+	sql = NumberPlaceholders(sql)
 	ctx := tx.Statement.Context
 	start := time.Now()
 	var n int64
@@ -500,9 +505,37 @@ func ExecSQL(tx *gorm.DB, sql string, args ...any) (int64, error) {
 	return n, err
 }
 
+// LaterExec queues sql, a statement with gorm's ? placeholders, with args
+// on tx, as Later(tx, func(db) { return db.Exec(sql, args...) }, wrap)
+// would, but in a transaction for which [Pipelined] reports true without
+// building a gorm statement ([LaterSQL]).
+func LaterExec(tx *gorm.DB, sql string, args []any, wrap func(error) error) error {
+	if Pipelined(tx) && plainArgs(args) {
+		return LaterSQL(tx, NumberPlaceholders(sql), args, wrap)
+	}
+	return Later(tx, func(db *gorm.DB) *gorm.DB { return db.Exec(sql, args...) }, wrap)
+}
+
+// plainArgs reports whether every argument goes to the driver as it is:
+// gorm expands a slice (other than bytes or a driver.Valuer) into a list,
+// and takes a map as named arguments.
+func plainArgs(args []any) bool {
+	for _, a := range args {
+		switch a.(type) {
+		case nil, []byte, driver.Valuer:
+			continue
+		}
+		switch reflect.ValueOf(a).Kind() {
+		case reflect.Slice, reflect.Array, reflect.Map:
+			return false
+		}
+	}
+	return true
+}
+
 // NumberPlaceholders spells sql's ? placeholders as PostgreSQL's $1, $2,
-// … for [LaterSQL] and [ExecSQL]; sql must have no ? of another kind (in a
-// literal or an operator).
+// … for [LaterSQL]; sql must have no ? of another kind (in a literal or
+// an operator).
 func NumberPlaceholders(sql string) string {
 	var b strings.Builder
 	n := 0

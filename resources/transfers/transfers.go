@@ -158,8 +158,6 @@ VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)
 ON CONFLICT (tenant_id, name) DO UPDATE SET balance = accounts.balance + excluded.balance, updated_at = excluded.updated_at
 WHERE accounts.currency = excluded.currency`
 
-var moveSQLPostgres = store.NumberPlaceholders(moveSQL)
-
 // move moves amount from one account's balance to the other's, creating
 // an account with this currency on first use: one statement of two
 // relative updates, each applied only where the currencies agree. Its rows
@@ -176,19 +174,9 @@ func move(tx *gorm.DB, tenant, currency, from, to string, amount int64, now time
 	}
 	args := []any{tenant, legs[0].account, currency, legs[0].delta, now, now,
 		tenant, legs[1].account, currency, legs[1].delta, now, now}
-	var moved int64
-	if store.Pipelined(tx) {
-		// PostgreSQL: as spelled, with no gorm statement built.
-		var err error
-		if moved, err = store.ExecSQL(tx, moveSQLPostgres, args...); err != nil {
-			return err
-		}
-	} else {
-		res := tx.Exec(moveSQL, args...)
-		if res.Error != nil {
-			return res.Error
-		}
-		moved = res.RowsAffected
+	moved, err := store.Exec(tx, moveSQL, args...)
+	if err != nil {
+		return err
 	}
 	if moved == 2 {
 		return nil
