@@ -75,6 +75,16 @@ func (w *workload) wantFinals(t *testing.T, finals []response) {
 	}
 }
 
+// joinLines prints one item per line.
+func joinLines[T fmt.Stringer](items []T) string {
+	var b strings.Builder
+	for _, it := range items {
+		b.WriteString(it.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 func bytesContains(b []byte, s string) bool { return strings.Contains(string(b), s) }
 
 // keepEvents makes a demo process keep the outbox events it published (its
@@ -83,19 +93,35 @@ func bytesContains(b []byte, s string) bool { return strings.Contains(string(b),
 // order.created per order, published or not.
 var keepEvents = []string{"-outbox-retention", "1h"}
 
-// eventsWritten counts the outbox events matching where, pending or parked
-// (outbox_events) and published and kept (outbox_published).
-func eventsWritten(t *testing.T, db *gorm.DB, where string, args ...any) int64 {
+// writtenEvent is an outbox event as [eventsWritten] reports it.
+type writtenEvent struct {
+	Table       string
+	Position    int64
+	ID          string
+	AggregateID string
+	Seq         int64
+}
+
+func (e writtenEvent) String() string {
+	return fmt.Sprintf("%s position %d id %s aggregate %s seq %d", e.Table, e.Position, e.ID, e.AggregateID, e.Seq)
+}
+
+// eventsWritten returns the outbox events matching where, pending or
+// parked (outbox_events) and published and kept (outbox_published). It
+// reads both tables in one statement, so in one snapshot: the relays keep
+// moving events from one table to the other while a test looks, and two
+// statements would count an event moved between them twice.
+func eventsWritten(t *testing.T, db *gorm.DB, where string, args ...any) []writtenEvent {
 	t.Helper()
-	var total int64
-	for _, table := range []string{"outbox_events", "outbox_published"} {
-		var n int64
-		if err := db.Table(table).Where(where, args...).Count(&n).Error; err != nil {
-			t.Fatalf("count %s: %v", table, err)
-		}
-		total += n
+	var events []writtenEvent
+	sql := `SELECT 'outbox_events' AS "table", position, id, aggregate_id, seq FROM outbox_events WHERE ` + where + `
+UNION ALL
+SELECT 'outbox_published', position, id, aggregate_id, seq FROM outbox_published WHERE ` + where + `
+ORDER BY position`
+	if err := db.Raw(sql, append(append([]any{}, args...), args...)...).Scan(&events).Error; err != nil {
+		t.Fatalf("read outbox events: %v", err)
 	}
-	return total
+	return events
 }
 
 // wantEffects checks the database: every operation had exactly one effect
@@ -123,8 +149,8 @@ func (w *workload) wantEffects(t *testing.T, db *gorm.DB, acked []response) {
 		if n := count("orders", "id IN ?", ids); n != int64(len(ids)) {
 			t.Fatalf("orders: %d rows, want %d", n, len(ids))
 		}
-		if n := eventsWritten(t, db, "tenant_id = ? AND aggregate_type = 'order' AND aggregate_id IN ? AND type = ?", w.tenant, ids, "order.created"); n != int64(len(ids)) {
-			t.Fatalf("order.created events: %d, want %d (one per order)", n, len(ids))
+		if evs := eventsWritten(t, db, "tenant_id = ? AND aggregate_type = 'order' AND aggregate_id IN ? AND type = ?", w.tenant, ids, "order.created"); len(evs) != len(ids) {
+			t.Fatalf("order.created events: %d, want %d (one per order):\n%s", len(evs), len(ids), joinLines(evs))
 		}
 	}
 	if n := count("payments", ""); n != int64(w.payments) {

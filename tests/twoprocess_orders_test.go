@@ -79,15 +79,15 @@ func TestTwoProcessesCreateOneOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var rows, items, events int64
+	var rows, items int64
 	if err := db.Gorm.Table("orders").Where("id = ?", id.String()).Count(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
-	events = eventsWritten(t, db.Gorm, "aggregate_type = 'order' AND aggregate_id = ? AND type = 'order.created'", id.String())
+	events := eventsWritten(t, db.Gorm, "aggregate_type = 'order' AND aggregate_id = ? AND type = 'order.created'", id.String())
 	if err := db.Gorm.Table("order_items").Where("order_id = ?", id.String()).Count(&items).Error; err != nil {
 		t.Fatal(err)
 	}
-	if rows != 1 || items != 1 || events != 1 {
-		t.Fatalf("rows = %d, order_items = %d, order.created events = %d; want 1, 1 and 1", rows, items, events)
+	if rows != 1 || items != 1 || len(events) != 1 {
+		t.Fatalf("rows = %d, order_items = %d, order.created events = %d; want 1, 1 and 1:\n%s", rows, items, len(events), joinLines(events))
 	}
 }
