@@ -173,7 +173,8 @@ func TestReadBodyContentType(t *testing.T) {
 }
 
 // TestRouterHelpers serves a plain gin router over real HTTP: unknown
-// routes and methods answer problems, and a 401 names its scheme.
+// routes and methods answer problems, a 401 names its scheme and a 405 the
+// methods the path has.
 func TestRouterHelpers(t *testing.T) {
 	t.Parallel()
 	gin.SetMode(gin.TestMode)
@@ -235,6 +236,9 @@ func TestRouterHelpers(t *testing.T) {
 		}
 		if strings.Contains(body, "boom") {
 			t.Fatalf("the panic value leaked: %s", body)
+		}
+		if allow := res.Header.Get("Allow"); (c.status == 405) != (allow == "GET") {
+			t.Fatalf("%s %s: Allow %q (a 405 names the path's methods: RFC 9110 section 15.5.6)", c.method, c.path, allow)
 		}
 	}
 }

@@ -16,8 +16,9 @@ func NoRoute(logger *slog.Logger) gin.HandlerFunc {
 }
 
 // NoMethod returns the gin handler for a known path with a method it does
-// not serve: 405 method_not_allowed as application/problem+json. Install it
-// with router.NoMethod and set router.HandleMethodNotAllowed = true.
+// not serve: 405 method_not_allowed as application/problem+json, with the
+// Allow header gin sets to the methods the path has. Install it with
+// router.NoMethod and set router.HandleMethodNotAllowed = true.
 func NoMethod(logger *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		WriteProblem(c.Writer, c.Request, logger, Errorf(CodeMethodNotAllowed, "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
