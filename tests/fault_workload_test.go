@@ -89,7 +89,7 @@ func bytesContains(b []byte, s string) bool { return strings.Contains(string(b),
 
 // keepEvents makes a demo process keep the outbox events it published (its
 // relay deletes them by default) in outbox_published, so that
-// [eventsWritten] counts every event ever written: exactly one
+// [eventsWritten] finds every event ever written: exactly one
 // order.created per order, published or not.
 var keepEvents = []string{"-outbox-retention", "1h"}
 
