@@ -341,8 +341,9 @@ type numberedSQL struct {
 	names []string
 }
 
-// numberArgs spells sql's named arguments as $1, $2, … (one number per
-// name, however often it occurs).
+// numberArgs spells sql's named arguments (@ and a name of letters,
+// digits and underscores) as $1, $2, … (one number per name, however often
+// it occurs).
 func numberArgs(sql string) numberedSQL {
 	var (
 		b   strings.Builder
@@ -355,7 +356,7 @@ func numberArgs(sql string) numberedSQL {
 			continue
 		}
 		j := i + 1
-		for j < len(sql) && (sql[j] == '_' || 'a' <= sql[j] && sql[j] <= 'z') {
+		for j < len(sql) && nameByte(sql[j]) {
 			j++
 		}
 		name := sql[i+1 : j]
@@ -370,6 +371,12 @@ func numberArgs(sql string) numberedSQL {
 	}
 	out.sql = b.String()
 	return out
+}
+
+// nameByte reports whether c continues an argument's name: a letter, a
+// digit or an underscore.
+func nameByte(c byte) bool {
+	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // values returns args in the order of the placeholders.
