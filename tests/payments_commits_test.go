@@ -1,9 +1,13 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
+
+	"github.com/retrysafe/retrysafe/cmd/demo/app"
 )
 
 // TestPaymentCreateCostsThreeCommits: a phased payment create commits three
@@ -41,5 +45,32 @@ func TestPaymentCreateCostsThreeCommits(t *testing.T) {
 	})
 	if got := len(e.charges(tokenAcme, "")); got != 2*n+1 {
 		t.Fatalf("%d sandbox charges, want %d", got, 2*n+1)
+	}
+}
+
+// TestPaymentFailPointsKeepTheCommits: with a FailPointFunc that only
+// watches, a payment commits exactly what it commits without one (three
+// transactions), so the crash and fault tests, which set one, run the
+// transactions production runs.
+func TestPaymentFailPointsKeepTheCommits(t *testing.T) {
+	m := newCommitMeter(t)
+	var reached atomic.Int64
+	e := newEnv(t, m.DSN, func(c *app.Config) {
+		c.PostKeys.FailPointFunc = func(context.Context, string, string) error {
+			reached.Add(1)
+			return nil
+		}
+	})
+	m.quiet(e.app)
+	wantStatus(t, e.pay(tokenAcme, "warm-up", paymentBody(100, "pm_card_visa")), http.StatusCreated)
+	const n = 40
+	m.perRequest(e.app, "create with fail points", n, 3, func(i int) {
+		wantStatus(t, e.pay(tokenAcme, fmt.Sprintf("c-%d", i), paymentBody(100+i, "pm_card_visa")), http.StatusCreated)
+	})
+	m.perRequest(e.app, "decline with fail points", n, 3, func(i int) {
+		wantStatus(t, e.pay(tokenAcme, fmt.Sprintf("d-%d", i), paymentBody(100+i, "pm_card_declined")), http.StatusPaymentRequired)
+	})
+	if reached.Load() < 2*n {
+		t.Fatalf("%d fail points reached by %d payments", reached.Load(), 2*n)
 	}
 }

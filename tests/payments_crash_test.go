@@ -146,23 +146,38 @@ func TestPaymentCrashBeforeChargeChargesOnce(t *testing.T) {
 	})
 }
 
-// TestPaymentCrashBeforeCompleteReplaysRecordedPayment: the charge and the
-// payment's outcome are committed, the stored response is not. The retry
-// resumes from charged and answers from the payment row without calling the
-// provider.
-func TestPaymentCrashBeforeCompleteReplaysRecordedPayment(t *testing.T) {
+// TestPaymentCrashBeforeCompleteLeavesNothingHalfRecorded: the process
+// died after the charge, right before the transaction that records it.
+// That transaction commits the payment's outcome, its outbox event, the
+// last recovery point and the stored response together, with fail points
+// set as without: none of them is there, the record is still at
+// payment_created. The retry resumes from there and finds the one charge
+// by its downstream key.
+func TestPaymentCrashBeforeCompleteLeavesNothingHalfRecorded(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e, _ := crashEnv(t, dsn, postkeys.FailPointBeforeComplete)
 		body := paymentBody(4200, "pm_card_visa")
 		e.crash("k-crash-3", body)
-		if n := e.count("payments", "status = ?", "succeeded"); n != 1 {
-			t.Fatalf("%d succeeded payments, want 1", n)
+		if n := e.count("payments", "status = ?", "pending"); n != 1 {
+			t.Fatalf("%d pending payments, want 1: the charge was recorded without its stored response", n)
+		}
+		if n := e.count(idempotencyTable, "recovery_point = ?", payments.PointCreated); n != 1 {
+			t.Fatalf("%d records at %s, want 1", n, payments.PointCreated)
+		}
+		if n := e.outboxEvents(payments.EventSucceeded); n != 0 {
+			t.Fatalf("%d payment events before the payment was recorded", n)
+		}
+		if n := len(e.charges(tokenAcme, "")); n != 1 {
+			t.Fatalf("%d charges after the crash, want 1", n)
 		}
 		e.clock.Advance(pastLease)
 		r := e.pay(tokenAcme, "k-crash-3", body)
 		wantStatus(t, r, http.StatusCreated)
 		e.wantOneCharge(r)
+		if n := e.outboxEvents(payments.EventSucceeded); n != 1 {
+			t.Fatalf("%d payment events, want 1", n)
+		}
 	})
 }
 

@@ -17,26 +17,26 @@ import (
 
 // TestStallPastLeaseChargesOnce is the double charge of a stalled attempt
 // (fault suite: stall past the lease). Two demo processes share one
-// PostgreSQL schema with a 2 s lease; test-only fail points of the demo
-// hold A's attempts right after their claims and B's right after their
-// first phase (the pending payment row), before the provider call. Process
-// A claims n payment keys and is stopped (SIGSTOP) in its hold, before any
-// phase. Its leases run out; process B's recovery worker takes the records
-// over and releases them (nothing had happened). The client's retries on B
-// claim the keys again, and while B holds them before charging, A is
-// continued: its attempts wake up with fences that are no longer current,
-// so they write nothing and call no provider, and B's attempts charge once
-// each. Expect exactly n charges and n payments. (With an attempt number
-// that restarts at 1 after a release, A's attempts matched the new claims,
-// inserted their own payments and charged: 2n charges.)
+// PostgreSQL schema with a 2 s lease; a test-only fail point of the demo
+// holds every attempt right after the transaction that claimed its key or
+// took its record over (after_claim). For a payment, which claims its key
+// in its first phase, that transaction also committed the pending payment
+// row: the hold sits before the provider call, where production can stall.
+// Process A claims n payment keys and is stopped (SIGSTOP) in its hold.
+// Its leases run out; the client's retries on B take the records over and
+// hold too, and then A is continued: its attempts wake up with fences that
+// are no longer current, so they write nothing and call no provider, and
+// B's attempts resume from the pending payments and charge once each.
+// Expect exactly n charges and n payments. The recovery workers stay idle
+// (a long interval), so that the retries make the takeovers.
 func TestStallPastLeaseChargesOnce(t *testing.T) {
 	t.Parallel()
 	dsn := testdb.New(t, "postgres") // skips without TEST_DATABASE_URL
 	bin := buildDemo(t)
 	const n = 8
-	short := []string{"-lease=2s", "-recovery-interval=200ms"}
-	a := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: append(short, "-pause-at=after_claim=1s")})
-	b := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: append(short, "-pause-at=after_phase:payment_created=1s")})
+	args := []string{"-lease=2s", "-recovery-interval=1h", "-pause-at=after_claim=1s"}
+	a := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: args})
+	b := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: args})
 
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -57,7 +57,7 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 			select {
 			case <-p.Lines():
 			case <-time.After(30 * time.Second):
-				t.Fatalf("process %s did not reach the hold after its claims", name)
+				t.Fatalf("process %s did not reach the hold after its claims or takeovers", name)
 			}
 		}
 	}
@@ -86,18 +86,20 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 	if err := a.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	if c := count("SELECT count(*) FROM idempotency_records WHERE state = 'in_progress'"); c != n {
-		t.Fatalf("in-progress records when A stopped = %d, want %d", c, n)
+	if c := count("SELECT count(*) FROM idempotency_records WHERE state = 'in_progress' AND recovery_point = 'payment_created'"); c != n {
+		t.Fatalf("in-progress records at payment_created when A stopped = %d, want %d", c, n)
 	}
-	// B's recovery worker releases the records once the leases end.
+	if c := count("SELECT count(*) FROM payments WHERE status = 'pending'"); c != n {
+		t.Fatalf("pending payments when A stopped = %d, want %d: the claim did not commit with the first phase", c, n)
+	}
 	deadline := time.Now().Add(30 * time.Second)
-	for count("SELECT count(*) FROM idempotency_records") != 0 {
+	for count("SELECT count(*) FROM idempotency_records WHERE locked_until < statement_timestamp()") != n {
 		if time.Now().After(deadline) {
-			t.Fatal("B's recovery worker did not release the stalled records")
+			t.Fatal("the stalled attempts' leases did not run out")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// The client retries on B: each key is claimed again; while B holds
+	// The client retries on B: each record is taken over; while B holds
 	// those attempts, A wakes up.
 	retried, retriedDone := sendAll(b.URL())
 	waitHolds(b, "B")

@@ -16,7 +16,9 @@ import (
 // a short lease and recovery interval, so that the work of a killed process
 // is recovered within seconds, and a pause at a fail point, which widens a
 // crash window (for example between a provider charge and its recording)
-// so that a SIGKILL lands in it often.
+// so that a SIGKILL lands in it often. A pause changes no transaction the
+// process commits (every postkeys fail point lies between two), so a fault
+// test runs the transactions production runs.
 type faultFlags struct {
 	lease    time.Duration
 	recovery time.Duration

@@ -21,24 +21,39 @@ const (
 	DefaultCleanupBatchSize  = 1000
 )
 
-// Built-in fail points passed to [Config.FailPointFunc].
+// Built-in fail points passed to [Config.FailPointFunc]. Each lies between
+// two transactions of the attempt, never inside one: a fail point can pause
+// an attempt or end it as a crash would, and the attempt commits the same
+// transactions, with the same statements, whether FailPointFunc is set or
+// not. The window a point opens is therefore one production has.
 const (
-	// FailPointBeforeComplete is reached by a phased attempt after its
-	// RunFunc or ReconcileFunc returned and before the outcome is stored:
-	// the business rows of every phase are committed, the record is not.
-	// (With fail points set, [Run.Complete] commits its phase first and
-	// the outcome after this point; without them the two commit together
-	// and this window does not exist.)
-	FailPointBeforeComplete = "before_complete"
-	// FailPointAfterPhase prefixes the point reached right after a phase
-	// committed: "after_phase:" + the recovery point.
-	FailPointAfterPhase = "after_phase:"
-	// FailPointAfterClaim is reached by a phased attempt right after its
-	// claim (or takeover) committed and before its RunFunc or
-	// ReconcileFunc starts: the record is in progress, nothing else has
-	// happened. (Fail points turn [Operation.ClaimInFirstPhase] off, so
-	// that this point always follows a claim of its own.)
+	// FailPointAfterClaim is reached by a phased attempt right after the
+	// transaction that claimed its key, or took its record over, committed.
+	// After a claim or takeover of its own, RunFunc or ReconcileFunc has
+	// not started: the record is in progress at its recovery point and
+	// nothing else has happened. With [Operation.ClaimInFirstPhase], the
+	// claim commits in the first phase's transaction, so the point follows
+	// that commit: the phase's writes (and, with [Run.Complete], the
+	// outcome) are committed too, and the phase's [FailPointAfterPhase]
+	// comes next; when RunFunc renews or returns before any phase, the
+	// claim is a transaction of its own and the point follows it. The
+	// recovery worker's takeovers do not reach it.
 	FailPointAfterClaim = "after_claim"
+	// FailPointAfterPhase prefixes the point reached right after a phase's
+	// transaction committed: "after_phase:" + the recovery point. After
+	// [Run.Complete] that transaction stored the outcome too: an attempt
+	// that ends there leaves the record completed and its client without
+	// an answer, a lost response.
+	FailPointAfterPhase = "after_phase:"
+	// FailPointBeforeComplete is reached by a phased attempt right before
+	// the transaction that stores its outcome. After RunFunc or
+	// ReconcileFunc returned a response or a stored rejection, that is the
+	// completion: every phase is committed, the outcome is not. With
+	// [Run.Complete], it is the last phase's transaction, which stores the
+	// outcome with the phase's writes: the point comes before it, and an
+	// attempt that ends there leaves the record at the previous recovery
+	// point (with ClaimInFirstPhase and no phase before, nothing at all).
+	FailPointBeforeComplete = "before_complete"
 )
 
 // Config tunes [New]. The zero value is ready to use; the record TTL is the
@@ -81,10 +96,12 @@ type Config struct {
 	// [NewRecordStore] on the engine's database.
 	Records RecordStore
 	// FailPointFunc is for tests only: it is called at every fail point
-	// (the built-in [FailPointBeforeComplete] and [FailPointAfterPhase]
-	// points, and those an operation names with [Run.FailPoint]); an error
-	// abandons the attempt there as a crash would (see [ErrAbandoned]).
-	// Defaults to nil: no fail points.
+	// (the built-in [FailPointAfterClaim], [FailPointAfterPhase] and
+	// [FailPointBeforeComplete] points, and those an operation names with
+	// [Run.FailPoint]); it may pause there, and an error abandons the
+	// attempt there as a crash would (see [ErrAbandoned]). Setting it
+	// changes no transaction an attempt commits. Defaults to nil: no fail
+	// points.
 	FailPointFunc func(ctx context.Context, operation, point string) error
 }
 

@@ -137,5 +137,8 @@
 // Tests simulate crashes and stalls with Config.FailPointFunc at
 // [FailPointAfterClaim], [FailPointAfterPhase] points,
 // [FailPointBeforeComplete] and the points an operation names with
-// [Run.FailPoint].
+// [Run.FailPoint]. Every point lies between two transactions of the
+// attempt: setting FailPointFunc changes none of them, so a test that
+// pauses or crashes an attempt there exercises the transactions production
+// commits.
 package postkeys

@@ -16,9 +16,11 @@ var (
 
 	// ErrAbandoned is returned (wrapped) by [Run.FailPoint] and the adapter's
 	// own fail points when [Config.FailPointFunc] fails one. The attempt stops
-	// as a crashed process would: its record is left exactly as it is (in
-	// progress, lease running) for a retry or the recovery worker to find,
-	// and the client gets a 500. Only tests set FailPointFunc.
+	// as a crashed process would: its record is left exactly as its last
+	// committed transaction left it (in progress with its lease running,
+	// for a retry or the recovery worker to find; completed after
+	// [Run.Complete]), and the client gets a 500. Only tests set
+	// FailPointFunc.
 	ErrAbandoned = errors.New("postkeys: the attempt was abandoned at a fail point")
 
 	// ErrKeyTaken is returned (wrapped) by [RecordStore.Create], or by the

@@ -165,6 +165,19 @@ func (w *widgets) reconcile(ctx context.Context, run *postkeys.Run[widgetCmd]) (
 	return w.response(ctx, run.Tenant(), run.ResourceRef())
 }
 
+// crashOnce is a FailPointFunc that fails point the first time an attempt
+// reaches it, as if the process were killed there, and lets every other
+// point pass.
+func crashOnce(point string) func(ctx context.Context, operation, at string) error {
+	var crashes atomic.Int64
+	return func(_ context.Context, _, at string) error {
+		if at == point && crashes.Add(1) == 1 {
+			return errors.New("kill -9")
+		}
+		return nil
+	}
+}
+
 // counterCmd is the command of the local test operation.
 type counterCmd struct {
 	By int64 `json:"by" validate:"min=1"`

@@ -1,7 +1,6 @@
 package postkeys_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"sync"
@@ -268,16 +267,10 @@ func TestRenewForSkipsOnlyAFreshLease(t *testing.T) {
 // takeover just set, so it skips the renewal too.
 func TestRenewForAfterATakeover(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		var crashes atomic.Int64
 		var taken, renewed postkeys.Record
 		var h *harness
 		h = setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
-			cfg.FailPointFunc = func(ctx context.Context, op, point string) error {
-				if point == postkeys.FailPointAfterPhase+"widget_created" && crashes.Add(1) == 1 {
-					return errors.New("kill -9")
-				}
-				return nil
-			}
+			cfg.FailPointFunc = crashOnce(postkeys.FailPointAfterPhase + "widget_created")
 			w.renewFor = 2 * time.Second
 			w.afterPhase = func(int64) error {
 				taken = h.record("a", "widgets", "k1")
@@ -374,39 +367,65 @@ func TestCompleteFencedWritesNothing(t *testing.T) {
 	})
 }
 
-// TestCompleteWithFailPointsKeepsTheCrashWindow: with fail points set, the
-// last phase commits before FailPointBeforeComplete, so a crash there
-// leaves the phase committed and the record in progress; the retry past the
-// lease resumes at that point and answers without another provider call.
-// A body over the cap is stored truncated and re-rendered on replay.
-func TestCompleteWithFailPointsKeepsTheCrashWindow(t *testing.T) {
+// TestCompleteCrashBeforeItsCommit: Run.Complete's phase and outcome
+// commit together with fail points set as without, so a crash at
+// FailPointBeforeComplete leaves the record at the previous recovery point
+// and the phase's writes undone; the retry past the lease resumes there,
+// calls the provider again (a real one is asked with the same downstream
+// key) and completes. A body over the cap is stored truncated and
+// re-rendered on replay.
+func TestCompleteCrashBeforeItsCommit(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		var crashes atomic.Int64
 		h := setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
 			cfg.MaxStoredBody = 16
-			cfg.FailPointFunc = func(ctx context.Context, op, point string) error {
-				if point == postkeys.FailPointBeforeComplete && crashes.Add(1) == 1 {
-					return errors.New("kill -9")
-				}
-				return nil
-			}
+			cfg.FailPointFunc = crashOnce(postkeys.FailPointBeforeComplete)
 			w.complete = true
 		})
 		wantStatus(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`), http.StatusInternalServerError)
 		rec := h.record("a", "widgets", "k1")
-		if rec.State != postkeys.StateInProgress || rec.RecoveryPoint != "widget_done" || h.widgetName() != "w1!" {
-			t.Fatalf("record %+v, widget %q", rec, h.widgetName())
+		if rec.State != postkeys.StateInProgress || rec.RecoveryPoint != "widget_created" || h.widgetName() != "w1" ||
+			h.widgets.provider.Load() != 1 {
+			t.Fatalf("record %+v, widget %q, provider calls %d: want the first phase only", rec, h.widgetName(), h.widgets.provider.Load())
 		}
 		h.clock.Advance(lease + time.Second)
 		r := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
 		wantStatus(t, r, http.StatusCreated)
-		if h.widgets.provider.Load() != 1 || h.widgetName() != "w1!" {
+		if h.widgets.provider.Load() != 2 || h.widgetName() != "w1!" || h.widgetsCount() != 1 {
 			t.Fatalf("provider calls %d, widget %q", h.widgets.provider.Load(), h.widgetName())
 		}
-		if rec := h.record("a", "widgets", "k1"); rec.State != postkeys.StateCompleted || !rec.Truncated {
+		if rec := h.record("a", "widgets", "k1"); rec.State != postkeys.StateCompleted || !rec.Truncated || rec.Attempt != 2 {
 			t.Fatalf("record %+v", rec)
 		}
 		wantReplay(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`), r)
+	})
+}
+
+// TestCompleteCrashAfterItsCommit: a crash right after Run.Complete's
+// transaction (its FailPointAfterPhase) leaves the outcome stored and the
+// client without an answer, a lost response: the retry replays it, with no
+// other run and no other provider call.
+func TestCompleteCrashAfterItsCommit(t *testing.T) {
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		h := setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
+			cfg.FailPointFunc = crashOnce(postkeys.FailPointAfterPhase + "widget_done")
+			w.complete = true
+			w.claimInFirstPhase = true
+		})
+		wantStatus(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`), http.StatusInternalServerError)
+		rec := h.record("a", "widgets", "k1")
+		if rec.State != postkeys.StateCompleted || rec.RecoveryPoint != "widget_done" || h.widgetName() != "w1!" {
+			t.Fatalf("record %+v, widget %q: want the outcome stored", rec, h.widgetName())
+		}
+		r := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
+		wantStatus(t, r, http.StatusCreated)
+		if r.Header.Get("Idempotent-Replayed") != "true" || string(r.Body) != string(rec.ResponseBody) {
+			t.Fatalf("not the stored outcome: %v %s", r.Header, r.Body)
+		}
+		// The replay starts RunFunc too (ClaimInFirstPhase), which stops at
+		// its first phase.
+		if h.widgets.provider.Load() != 1 || h.widgets.runs.Load() != 2 || h.widgetsCount() != 1 {
+			t.Fatalf("provider calls %d, runs %d, widgets %d", h.widgets.provider.Load(), h.widgets.runs.Load(), h.widgetsCount())
+		}
 	})
 }
 

@@ -176,16 +176,8 @@ func TestPhasedErrorAfterSideEffectIsUnknownThenReconciled(t *testing.T) {
 // was completed. Recovery completes it from the business row.
 func TestCrashWindowBusinessWriteCommittedRecordNot(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		var crash sync.Map // key → crash once
 		h := setup(t, dsn, func(cfg *postkeys.Config, _ *widgets) {
-			cfg.FailPointFunc = func(ctx context.Context, op, point string) error {
-				if point == postkeys.FailPointBeforeComplete {
-					if _, done := crash.LoadOrStore(point, true); !done {
-						return errors.New("kill -9")
-					}
-				}
-				return nil
-			}
+			cfg.FailPointFunc = crashOnce(postkeys.FailPointBeforeComplete)
 		})
 		r := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
 		wantStatus(t, r, http.StatusInternalServerError)
@@ -234,14 +226,8 @@ func TestCrashWindowBusinessWriteCommittedRecordNot(t *testing.T) {
 // the recovery point, without a second business write.
 func TestCrashWindowRetryResumesFromRecoveryPoint(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		var crashes atomic.Int64
 		h := setup(t, dsn, func(cfg *postkeys.Config, _ *widgets) {
-			cfg.FailPointFunc = func(ctx context.Context, op, point string) error {
-				if point == postkeys.FailPointAfterPhase+"widget_created" && crashes.Add(1) == 1 {
-					return errors.New("kill -9")
-				}
-				return nil
-			}
+			cfg.FailPointFunc = crashOnce(postkeys.FailPointAfterPhase + "widget_created")
 		})
 		wantStatus(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`), http.StatusInternalServerError)
 		h.clock.Advance(10 * time.Second)

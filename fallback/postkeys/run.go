@@ -114,9 +114,12 @@ func (at *attempt) failPoint(ctx context.Context, point string) error {
 // in one transaction, which also claims the key when the attempt has not
 // yet (ClaimInFirstPhase). With final (Run.Complete), fn's response or
 // business rejection is stored in that transaction too, and the attempt is
-// done; when it cannot be stored there (fail points are set, the request
-// has no key, or the response is not storable) the phase commits without
-// it and finish stores the outcome, or fails, as after any RunFunc.
+// done; when it cannot be stored there (the request has no key, or the
+// response is not storable) the phase commits without it and finish
+// stores the outcome, or fails, as after any RunFunc. The fail points come
+// before and after that transaction, never inside it:
+// FailPointBeforeComplete before a final one, FailPointAfterClaim after
+// one that claimed, then FailPointAfterPhase.
 func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB) (Response, error), final bool) (resp Response, fnErr error, err error) {
 	// A claim made here keeps its span beside the phase's, under the
 	// request's, as a claim of its own would.
@@ -127,7 +130,12 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 		return Response{}, nil, fmt.Errorf("postkeys: %q is not a recovery point a phase can reach", point)
 	}
 	a := at.a
-	merge := final && at.recorded && a.cfg.FailPointFunc == nil
+	merge := final && at.recorded
+	if merge {
+		if err := at.failPoint(ctx, FailPointBeforeComplete); err != nil {
+			return Response{}, nil, err
+		}
+	}
 	var (
 		claim    Claim
 		claimed  bool
@@ -223,13 +231,21 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 		at.done = &out
 		a.logTransition(ctx, at, "phase", StateInProgress, 0, false)
 		a.logTransition(ctx, at, "completed", StateCompleted, stored.status, false)
-		return resp, fnErr, nil
+	} else {
+		if at.recorded {
+			at.markLease(mono, clock)
+		}
+		a.logTransition(ctx, at, "phase", StateInProgress, 0, false)
 	}
-	if at.recorded {
-		at.markLease(mono, clock)
+	if claimed {
+		if err := at.failPoint(ctx, FailPointAfterClaim); err != nil {
+			return Response{}, nil, err
+		}
 	}
-	a.logTransition(ctx, at, "phase", StateInProgress, 0, false)
-	return resp, fnErr, at.failPoint(ctx, FailPointAfterPhase+point)
+	if err := at.failPoint(ctx, FailPointAfterPhase+point); err != nil {
+		return Response{}, nil, err
+	}
+	return resp, fnErr, nil
 }
 
 // claimOwn claims the key of an attempt that deferred its claim
@@ -259,7 +275,7 @@ func (at *attempt) claimOwn(ctx context.Context) error {
 	at.number, at.fence = c.Attempt, c.Fence
 	at.markLease(mono, clock)
 	at.a.logTransition(ctx, at, "claimed", StateInProgress, 0, false)
-	return nil
+	return at.failPoint(ctx, FailPointAfterClaim)
 }
 
 func (at *attempt) renew(ctx context.Context) error {
@@ -399,9 +415,8 @@ func (r *Run[Cmd]) Phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 // [Run.Phase]; so is [ErrFenced]. A crash before the commit leaves the
 // record at the previous recovery point, as before any phase.
 //
-// When [Config.FailPointFunc] is set (tests), the phase commits first and
-// the outcome is stored after [FailPointBeforeComplete], so that tests can
-// crash between the two.
+// [FailPointBeforeComplete] is reached before that transaction,
+// [FailPointAfterPhase] after it.
 func (r *Run[Cmd]) Complete(ctx context.Context, point string, fn func(tx *gorm.DB) (Response, error)) (Response, error) {
 	resp, fnErr, err := r.at.phase(ctx, point, fn, true)
 	if err != nil {

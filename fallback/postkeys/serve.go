@@ -355,7 +355,7 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 	for range maxDecisions {
 		var rec Record
 		switch {
-		case claim && a.claimsInFirstPhase(op):
+		case claim && op.claimInFirstPhase:
 			out, held, err := a.executeUnclaimed(ctx, op, at, version)
 			if held == nil {
 				return out, err
@@ -430,13 +430,6 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 	return outcome{}, errInProgress()
 }
 
-// claimsInFirstPhase reports whether op's fresh attempts claim their key in
-// their first phase's transaction. Fail points turn it off, so that
-// FailPointAfterClaim comes after a committed claim, as it says.
-func (a *Adapter) claimsInFirstPhase(op *operation) bool {
-	return op.claimInFirstPhase && a.cfg.FailPointFunc == nil
-}
-
 // executeUnclaimed runs a fresh attempt of an operation with
 // ClaimInFirstPhase: RunFunc starts before the key is claimed, and its
 // first phase claims it in the phase's own transaction. When that claim
@@ -461,7 +454,10 @@ func (a *Adapter) executeUnclaimed(ctx context.Context, op *operation, at *attem
 				held, at.held = at.held, nil
 				return outcome{}, held, nil
 			}
-			return outcome{}, nil, cerr
+			if !errors.Is(cerr, ErrAbandoned) {
+				return outcome{}, nil, cerr
+			}
+			resp, err = Response{}, cerr
 		}
 	}
 	out, err := a.finish(ctx, op, at, resp, err, false)
@@ -514,15 +510,16 @@ func (a *Adapter) takeover(ctx context.Context, at *attempt, rec Record) (bool, 
 // record; an error releases the key when nothing was committed yet and
 // leaves the record unknown otherwise. Every write is fenced.
 func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp Response, err error, reconciling bool) (outcome, error) {
-	if at.done != nil {
+	switch {
+	case errors.Is(err, ErrAbandoned):
+		// A crash at a fail point: whatever was committed stays, nothing
+		// more is (even after Run.Complete, the client gets no answer).
+		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(err)))
+		return outcome{}, err
+	case at.done != nil:
 		// Run.Complete stored the outcome with the last phase: it is the
 		// answer, whatever RunFunc made of it.
 		return *at.done, nil
-	}
-	switch {
-	case errors.Is(err, ErrAbandoned):
-		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(err)))
-		return outcome{}, err
 	case errors.Is(err, ErrFenced):
 		return a.afterFenced(ctx, op, at)
 	}

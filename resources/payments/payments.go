@@ -28,8 +28,8 @@ const (
 	PointCreated = "payment_created"
 	// PointCharged: the provider's answer (charge ID, status) is committed
 	// on the payment row, with the stored response (postkeys.Run.Complete).
-	// A record still in progress here (fail points commit the two apart)
-	// is resumed by answering from the row.
+	// A record left here without its outcome (one that could not be
+	// stored with the phase) is settled by answering from the row.
 	PointCharged = "charged"
 )
 

@@ -1,0 +1,186 @@
+package postkeys_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/internal/testdb"
+)
+
+// statementLog is a RecordStore that notes, in order, every statement of
+// the store it wraps that a request runs and the transaction it runs in:
+// "tx2:Advance" is an Advance in the second transaction seen, a bare
+// "Get" a read outside any transaction.
+type statementLog struct {
+	postkeys.RecordStore
+	mu sync.Mutex
+	// txs are the connections of the transactions seen, in order; keeping
+	// them keeps a later transaction from reusing an address.
+	txs   []gorm.ConnPool
+	steps []string
+}
+
+func (l *statementLog) note(db *gorm.DB, kind string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pool := db.Statement.ConnPool
+	if _, inTx := pool.(gorm.TxCommitter); !inTx {
+		l.steps = append(l.steps, kind)
+		return
+	}
+	i := slices.Index(l.txs, pool)
+	if i < 0 {
+		l.txs = append(l.txs, pool)
+		i = len(l.txs) - 1
+	}
+	l.steps = append(l.steps, fmt.Sprintf("tx%d:%s", i+1, kind))
+}
+
+// transactions returns the steps so far and the number of transactions
+// they ran in.
+func (l *statementLog) transactions() (string, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.steps, " "), len(l.txs)
+}
+
+func (l *statementLog) Insert(ctx context.Context, db *gorm.DB, p postkeys.ClaimParams) (postkeys.Claim, bool, error) {
+	l.note(db, "Insert")
+	return l.RecordStore.Insert(ctx, db, p)
+}
+
+func (l *statementLog) Reclaim(ctx context.Context, db *gorm.DB, p postkeys.ClaimParams) (postkeys.Claim, bool, error) {
+	l.note(db, "Reclaim")
+	return l.RecordStore.Reclaim(ctx, db, p)
+}
+
+func (l *statementLog) Get(ctx context.Context, db *gorm.DB, id postkeys.RecordID) (postkeys.Record, bool, error) {
+	l.note(db, "Get")
+	return l.RecordStore.Get(ctx, db, id)
+}
+
+func (l *statementLog) Takeover(ctx context.Context, db *gorm.DB, p postkeys.TakeoverParams) (postkeys.Claim, bool, error) {
+	l.note(db, "Takeover")
+	return l.RecordStore.Takeover(ctx, db, p)
+}
+
+func (l *statementLog) Advance(ctx context.Context, db *gorm.DB, p postkeys.AdvanceParams) (bool, error) {
+	l.note(db, "Advance")
+	return l.RecordStore.Advance(ctx, db, p)
+}
+
+func (l *statementLog) Renew(ctx context.Context, db *gorm.DB, p postkeys.RenewParams) (bool, error) {
+	l.note(db, "Renew")
+	return l.RecordStore.Renew(ctx, db, p)
+}
+
+func (l *statementLog) Complete(ctx context.Context, db *gorm.DB, p postkeys.CompleteParams) (bool, error) {
+	kind := "Complete"
+	if p.Point != "" {
+		kind = "Complete+phase" // Run.Complete: the last phase with the outcome
+	}
+	l.note(db, kind)
+	return l.RecordStore.Complete(ctx, db, p)
+}
+
+func (l *statementLog) Create(ctx context.Context, db *gorm.DB, c postkeys.ClaimParams, p postkeys.CompleteParams) error {
+	l.note(db, "Create")
+	return l.RecordStore.Create(ctx, db, c, p)
+}
+
+func (l *statementLog) MarkUnknown(ctx context.Context, db *gorm.DB, p postkeys.MarkUnknownParams) (bool, error) {
+	l.note(db, "MarkUnknown")
+	return l.RecordStore.MarkUnknown(ctx, db, p)
+}
+
+func (l *statementLog) Release(ctx context.Context, db *gorm.DB, p postkeys.ReleaseParams) (bool, error) {
+	l.note(db, "Release")
+	return l.RecordStore.Release(ctx, db, p)
+}
+
+// TestFailPointsKeepTheTransactions: a FailPointFunc that only watches
+// (it notes the point and returns nil) changes nothing an operation
+// commits: every kind of operation runs the same record statements, in the
+// same transactions, in the same order, as without one. So the fault
+// tests, which set one, test the layout production runs.
+func TestFailPointsKeepTheTransactions(t *testing.T) {
+	t.Parallel()
+	type request struct{ path, key, body string }
+	create := []request{{"/v1/widgets", "k1", `{"name":"w1"}`}, {"/v1/widgets", "k1", `{"name":"w1"}`},
+		{"/v1/widgets", "k2", `{"name":"w2","decline":true}`}, {"/v1/widgets", "k1", `{"name":"other"}`}}
+	for _, tc := range []struct {
+		name                        string
+		claimInFirstPhase, complete bool
+		requests                    []request
+		// commits is what the requests commit: every transaction the log
+		// saw (none fails here). Phased: a request that finds the key held
+		// claims in vain, in one transaction.
+		commits int
+	}{
+		{name: "local", requests: []request{{"/v1/counters", "k1", `{"by":1}`}, {"/v1/counters", "k1", `{"by":1}`},
+			{"/v1/counters", "k1", `{"by":2}`}}, commits: 1},
+		// Two requests execute: claim, phase, renewal, completion each
+		// (with Run.Complete: claim, phase, renewal, last phase with the
+		// outcome); a replay and a key reuse claim in vain.
+		{name: "phased", requests: create, commits: 10},
+		{name: "phased with Run.Complete", complete: true, requests: create, commits: 10},
+		// The first phase claims.
+		{name: "phased with ClaimInFirstPhase", claimInFirstPhase: true, requests: create, commits: 8},
+		{name: "phased with ClaimInFirstPhase and Run.Complete", claimInFirstPhase: true, complete: true, requests: create, commits: 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, dialect := range testdb.Dialects() {
+				t.Run(dialect, func(t *testing.T) {
+					t.Parallel()
+					run := func(watch bool) (steps string, commits int, points []string) {
+						log := &statementLog{}
+						var mu sync.Mutex
+						h := setup(t, testdb.New(t, dialect), func(cfg *postkeys.Config, w *widgets) {
+							log.RecordStore, cfg.Records = cfg.Records, log
+							w.claimInFirstPhase, w.complete = tc.claimInFirstPhase, tc.complete
+							if watch {
+								cfg.FailPointFunc = func(_ context.Context, _, point string) error {
+									mu.Lock()
+									defer mu.Unlock()
+									points = append(points, point)
+									return nil
+								}
+							}
+						})
+						for _, r := range tc.requests {
+							if res := h.post(r.path, tokenA, r.key, r.body); res.Status >= http.StatusInternalServerError {
+								t.Fatalf("%s %s: %d %s", r.path, r.key, res.Status, res.Body)
+							}
+						}
+						steps, commits = log.transactions()
+						mu.Lock()
+						defer mu.Unlock()
+						return steps, commits, points
+					}
+					plain, plainCommits, _ := run(false)
+					watched, watchedCommits, points := run(true)
+					t.Logf("statements: %s", plain)
+					if watched != plain || watchedCommits != plainCommits {
+						t.Fatalf("a watching FailPointFunc changed the transactions:\nwithout: %d, %s\nwith:    %d, %s (points %v)",
+							plainCommits, plain, watchedCommits, watched, points)
+					}
+					if plainCommits != tc.commits {
+						t.Fatalf("%d transactions, want %d: %s", plainCommits, tc.commits, plain)
+					}
+					if tc.name != "local" && len(points) == 0 {
+						t.Fatal("no fail point was reached")
+					}
+				})
+			}
+		})
+	}
+}
