@@ -29,14 +29,6 @@ type outcome struct {
 // turn of it follows a change of the record made by someone else.
 const maxDecisions = 64
 
-func errKeyReuse() error {
-	return framework.Errorf(framework.CodeIdempotencyKeyReuse, "this idempotency key was used with a different request")
-}
-
-func errInProgress() error {
-	return framework.Errorf(framework.CodeRequestInProgress, "a request with this idempotency key is being executed; retry shortly with the same key")
-}
-
 func (a *Adapter) fail(c *gin.Context, op *operation, err error) {
 	a.engine.Metrics().Requests.WithLabelValues("post", op.name, framework.OutcomeOf(err)).Inc()
 	key, _, _ := framework.IdempotencyKey(c.Request.Header)
@@ -147,14 +139,16 @@ func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, ve
 	if err != nil {
 		return outcome{}, a.db.Classify(err)
 	}
-	switch {
-	case found && !rec.Expired:
-		return a.answerExisting(ctx, a.db.Gorm, op, at, rec)
-	case !found:
+	d := decidePost(postState{Mode: Local, Fingerprint: at.fingerprint, Found: found, Record: rec})
+	switch d.Action {
+	case postCreate:
 		out, err := a.serveLocalNew(ctx, op, at, version)
 		if !errors.Is(err, ErrKeyTaken) {
 			return out, err
 		}
+	case postClaim:
+	default:
+		return a.answerExisting(ctx, a.db.Gorm, op, at, rec, d)
 	}
 	return a.serveLocalClaimed(ctx, op, at, version)
 }
@@ -203,7 +197,8 @@ func (a *Adapter) serveLocalClaimed(ctx context.Context, op *operation, at *atte
 			return err
 		}
 		if !claimed {
-			out, err = a.answerExisting(ctx, tx, op, at, held)
+			d := decidePost(postState{Mode: Local, Fingerprint: at.fingerprint, Found: true, Record: held})
+			out, err = a.answerExisting(ctx, tx, op, at, held, d)
 			return err
 		}
 		at.number, at.fence, at.claimedAt = c.Attempt, c.Fence, a.engine.Now()
@@ -306,19 +301,18 @@ func (a *Adapter) completeParams(at *attempt, s storedResponse) CompleteParams {
 		Truncated: s.truncated, Ref: s.ref, ErrorCode: s.errorCode, TTL: a.engine.Retention().ReplayWindow}
 }
 
-// answerExisting answers from a live record this request did not claim:
-// 422 for a different request, the stored response for a completed one,
-// 409 for an unfinished one.
-func (a *Adapter) answerExisting(ctx context.Context, db *gorm.DB, op *operation, at *attempt, rec Record) (outcome, error) {
-	if rec.Fingerprint != at.fingerprint {
-		return outcome{}, errKeyReuse()
-	}
-	switch rec.State {
-	case StateCompleted:
+// answerExisting answers a Local request from the live record rec it did
+// not claim, as d (decidePost) says: the stored response, or the refusal
+// (422 for a different request, 409 for an unfinished one).
+func (a *Adapter) answerExisting(ctx context.Context, db *gorm.DB, op *operation, at *attempt, rec Record, d postDecision) (outcome, error) {
+	switch d.Action {
+	case postReplay:
 		return a.replay(ctx, db, op, at, rec)
-	case StateUnknown:
-		return outcome{}, framework.Errorf(framework.CodeOutcomePending, "the outcome of an earlier attempt with this key is being reconciled; retry later with the same key")
+	case postRefuse:
+		return outcome{}, d.Err
 	}
+	// A claim that lost found a record it may not claim either: someone
+	// holds the key.
 	return outcome{}, errInProgress()
 }
 
@@ -341,9 +335,11 @@ func (a *Adapter) replay(ctx context.Context, db *gorm.DB, op *operation, at *at
 }
 
 // servePhased runs a Phased operation: claim (its own commit, or with
-// ClaimInFirstPhase the first phase's), or find the record and replay it,
-// wait for it, take it over (expired lease: resume from the recovery
-// point; unknown: reconcile), or answer 409.
+// ClaimInFirstPhase the first phase's); when the key is held, decidePost
+// says what to do with the record found: replay it, wait for it, take it
+// over (expired lease: resume from the recovery point; unknown:
+// reconcile), or refuse. A takeover that loses, and a wait, look at the
+// record again.
 func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
 	// The attempt finishes what it started even if the client goes away
 	// (a retry then finds the outcome stored), bounded by the request's
@@ -351,83 +347,83 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 	ctx, cancel := framework.Detach(ctx, a.cfg.LeaseDuration)
 	defer cancel()
 	waitUntil := time.Now().Add(a.cfg.InProgressWait)
-	claim := true
+	d := postDecision{Action: postClaim}
+	var rec Record
 	for range maxDecisions {
-		var rec Record
-		switch {
-		case claim && op.claimInFirstPhase:
-			out, held, err := a.executeUnclaimed(ctx, op, at, version)
+		switch d.Action {
+		case postClaim:
+			out, held, err := a.claimPhased(ctx, op, at, version)
 			if held == nil {
 				return out, err
 			}
+			d = a.decidePhased(at, *held, true, waitUntil)
 			rec = *held
-		case claim:
-			var (
-				c       Claim
-				claimed bool
-			)
-			mono, clock := at.sendingLeaseWrite()
-			err := a.db.Write(ctx, func(tx *gorm.DB) error {
-				var err error
-				c, claimed, rec, err = a.claimTx(ctx, tx, at, version)
-				return err
-			})
-			if err != nil {
-				return outcome{}, err
-			}
-			if claimed {
-				at.number, at.fence, at.claimedAt, at.point, at.ref = c.Attempt, c.Fence, a.engine.Now(), PointStarted, ""
-				at.markLease(mono, clock)
-				a.logTransition(ctx, at, "claimed", StateInProgress, 0, false)
-				return a.execute(ctx, op, at, false)
-			}
-		default:
-			var (
-				found bool
-				err   error
-			)
-			rec, found, err = a.records.Get(ctx, a.db.Gorm, at.id)
-			if err != nil {
-				return outcome{}, a.db.Classify(err)
-			}
-			if !found || rec.Expired {
-				claim = true
-				continue
-			}
-		}
-		claim = false
-		if rec.Fingerprint != at.fingerprint {
-			return outcome{}, errKeyReuse()
-		}
-		switch {
-		case rec.State == StateCompleted:
+			continue
+		case postReplay:
 			return a.replay(ctx, a.db.Gorm.WithContext(ctx), op, at, rec)
-		case rec.State == StateUnknown:
+		case postResume, postReconcile:
 			ok, err := a.takeover(ctx, at, rec)
 			if err != nil {
 				return outcome{}, err
 			}
 			if ok {
-				return a.execute(ctx, op, at, true)
+				return a.execute(ctx, op, at, d.Action == postReconcile)
 			}
-		case rec.LeaseExpired:
-			ok, err := a.takeover(ctx, at, rec)
-			if err != nil {
-				return outcome{}, err
-			}
-			if ok {
-				return a.execute(ctx, op, at, false)
-			}
-		default:
-			wait := time.Until(waitUntil)
-			if wait <= 0 {
-				return outcome{}, errInProgress()
-			}
-			timer := time.NewTimer(min(wait, a.cfg.PollInterval))
+		case postWait:
+			timer := time.NewTimer(d.Pause)
 			<-timer.C
+		default:
+			return outcome{}, d.Err
 		}
+		var (
+			found bool
+			err   error
+		)
+		if rec, found, err = a.records.Get(ctx, a.db.Gorm, at.id); err != nil {
+			return outcome{}, a.db.Classify(err)
+		}
+		d = a.decidePhased(at, rec, found, waitUntil)
 	}
 	return outcome{}, errInProgress()
+}
+
+// decidePhased is decidePost for a phased request that found rec (when
+// found) and may wait for it until waitUntil.
+func (a *Adapter) decidePhased(at *attempt, rec Record, found bool, waitUntil time.Time) postDecision {
+	return decidePost(postState{Mode: Phased, Fingerprint: at.fingerprint, Found: found, Record: rec,
+		WaitLeft: time.Until(waitUntil), PollInterval: a.cfg.PollInterval})
+}
+
+// claimPhased claims a phased request's key and, when it got it, runs the
+// attempt to its outcome. With ClaimInFirstPhase the claim is the first
+// phase's (executeUnclaimed). When the key is held, held is the record
+// found and nothing was written.
+func (a *Adapter) claimPhased(ctx context.Context, op *operation, at *attempt, version int) (_ outcome, held *Record, _ error) {
+	if op.claimInFirstPhase {
+		return a.executeUnclaimed(ctx, op, at, version)
+	}
+	var (
+		c       Claim
+		claimed bool
+		rec     Record
+	)
+	mono, clock := at.sendingLeaseWrite()
+	err := a.db.Write(ctx, func(tx *gorm.DB) error {
+		var err error
+		c, claimed, rec, err = a.claimTx(ctx, tx, at, version)
+		return err
+	})
+	if err != nil {
+		return outcome{}, nil, err
+	}
+	if !claimed {
+		return outcome{}, &rec, nil
+	}
+	at.number, at.fence, at.claimedAt, at.point, at.ref = c.Attempt, c.Fence, a.engine.Now(), PointStarted, ""
+	at.markLease(mono, clock)
+	a.logTransition(ctx, at, "claimed", StateInProgress, 0, false)
+	out, err := a.execute(ctx, op, at, false)
+	return out, nil, err
 }
 
 // executeUnclaimed runs a fresh attempt of an operation with
