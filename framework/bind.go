@@ -1,15 +1,17 @@
 package framework
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/go-playground/validator/v10"
 
 	"github.com/retrysafe/retrysafe/wire"
@@ -113,19 +115,27 @@ func (b *Binder) ReadBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// Bind decodes body strictly into a T (no unknown fields, no duplicate keys,
-// valid UTF-8, bounded depth), then applies [Defaulter], the validate tags,
-// [Checker] and [Normalizer]. Errors are malformed_json or validation_failed
-// *Error values.
+// Bind decodes body strictly into a T, then applies [Defaulter], the
+// validate tags, [Checker] and [Normalizer]. Errors are malformed_json or
+// validation_failed *Error values.
+//
+// Bind is the one place that decides how a body binds, for the PUT engine,
+// the legacy POST route and every POST operation of fallback/postkeys. The
+// body must be one JSON value of valid UTF-8 with no duplicate keys, no
+// unpaired surrogate escape and nesting no deeper than the Binder's bound
+// (else malformed_json); no string may hold NUL and no number be longer
+// than [MaxNumberLength] (else validation_failed on the field). A member
+// binds to a field only when its name is exactly the field's JSON name: one
+// that differs in case or by a Unicode case fold ("Amount", "cuſtomer") is
+// an unknown field, validation_failed naming it with its path
+// ("items[0].QUANTITY"), as is any other member the command does not have.
 func Bind[T any](b *Binder, body []byte) (T, error) {
 	var cmd T
 	if err := checkJSON(body, b.maxDepth); err != nil {
 		return cmd, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cmd); err != nil {
-		return cmd, decodeError(err)
+	if err := jsonv2.Unmarshal(body, &cmd, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return cmd, decodeError(body, err)
 	}
 	if d, ok := any(&cmd).(Defaulter); ok {
 		d.Default()
@@ -152,18 +162,57 @@ func Bind[T any](b *Binder, body []byte) (T, error) {
 	return cmd, nil
 }
 
-func decodeError(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		field := typeErr.Field
-		return &Error{Code: CodeValidationFailed, Detail: "the command has invalid fields",
-			Fields: []FieldError{{Field: field, Reason: "must be a " + typeErr.Type.String()}}}
+// decodeError maps an error of the decode into the command: a member the
+// command does not have and a value of the wrong type are validation_failed
+// on their path; anything else (checkJSON has already refused every
+// malformed body) is malformed_json.
+func decodeError(body []byte, err error) error {
+	var semErr *jsonv2.SemanticError
+	if !errors.As(err, &semErr) || semErr.GoType == nil {
+		return &Error{Code: CodeMalformedJSON, Detail: "body does not decode into the command", Err: err}
 	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+	if errors.Is(semErr.Err, jsonv2.ErrUnknownName) {
 		return &Error{Code: CodeValidationFailed, Detail: "the command has unknown fields",
-			Fields: []FieldError{{Field: strings.Trim(name, `"`), Reason: "unknown field"}}}
+			Fields: []FieldError{{Field: pointerPath(body, semErr.JSONPointer), Reason: "unknown field"}}}
 	}
-	return &Error{Code: CodeMalformedJSON, Detail: "body does not decode into the command", Err: err}
+	// A custom unmarshaler ([Integer]) names the type it wanted.
+	want := semErr.GoType
+	if typeErr := (*json.UnmarshalTypeError)(nil); errors.As(err, &typeErr) {
+		want = typeErr.Type
+	}
+	return &Error{Code: CodeValidationFailed, Detail: "the command has invalid fields",
+		Fields: []FieldError{{Field: pointerPath(body, semErr.JSONPointer), Reason: "must be a " + want.String()}}}
+}
+
+// pointerPath spells the JSON Pointer ptr into body in the style of
+// validation failures, as jsonPath does: "/items/0/QUANTITY" is
+// "items[0].QUANTITY"; the top level is "body". Whether "0" is an index or
+// a member name is read from body. It runs on errors only.
+func pointerPath(body []byte, ptr jsontext.Pointer) string {
+	var b strings.Builder
+	value := jsontext.Value(body)
+	for name := range ptr.Tokens() {
+		if value.Kind() == '[' {
+			var elems []jsontext.Value
+			_ = jsonv2.Unmarshal(value, &elems)
+			b.WriteString("[" + name + "]")
+			if i, err := strconv.Atoi(name); err == nil && i >= 0 && i < len(elems) {
+				value = elems[i]
+			}
+			continue
+		}
+		var members map[string]jsontext.Value
+		_ = jsonv2.Unmarshal(value, &members)
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(name)
+		value = members[name]
+	}
+	if b.Len() == 0 {
+		return "body"
+	}
+	return b.String()
 }
 
 // fieldPath drops the struct name from a validator namespace:

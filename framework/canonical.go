@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -24,10 +26,12 @@ const DefaultMaxDepth = 32
 const MaxNumberLength = 64
 
 // checkJSON rejects what encoding/json would silently accept or choke on,
-// and what a database cannot store: invalid UTF-8, duplicate object keys
-// (compared after unescaping), nesting deeper than maxDepth, and anything
-// but exactly one JSON value are malformed_json; a string holding NUL
-// (which PostgreSQL text cannot store) and a number longer than
+// and what a database cannot store: invalid UTF-8, an unpaired surrogate
+// escape ("\ud800", which a decoder turns into U+FFFD, so that "c\ud800"
+// and "c\ufffd" would bind alike; RFC 7493 forbids it), duplicate object
+// keys (compared after unescaping), nesting deeper than maxDepth, and
+// anything but exactly one JSON value are malformed_json; a string holding
+// NUL (which PostgreSQL text cannot store) and a number longer than
 // [MaxNumberLength] are validation_failed on their field. It returns an
 // *Error. A valid document takes scanJSON's single pass; the rest, and any
 // document that may hold a NUL or an overlong number, takes
@@ -62,6 +66,9 @@ func checkJSONTokens(body []byte, maxDepth int) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	for {
+		// body[from:dec.InputOffset()] is the token and the delimiters
+		// before it, which hold no backslash.
+		from := dec.InputOffset()
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
 			break
@@ -73,6 +80,9 @@ func checkJSONTokens(body []byte, maxDepth int) error {
 			if topLevel++; topLevel > 1 {
 				return Errorf(CodeMalformedJSON, "body holds more than one JSON value")
 			}
+		}
+		if _, ok := tok.(string); ok && unpairedSurrogate(body[from:dec.InputOffset()]) {
+			return Errorf(CodeMalformedJSON, unpairedSurrogateDetail)
 		}
 		switch t := tok.(type) {
 		case json.Delim:
@@ -120,6 +130,58 @@ func checkJSONTokens(body []byte, maxDepth int) error {
 		return Errorf(CodeMalformedJSON, "body is empty")
 	}
 	return nil
+}
+
+// unpairedSurrogateDetail is checkJSON's answer to a string that spells
+// half a UTF-16 surrogate pair.
+const unpairedSurrogateDetail = `a string holds an unpaired UTF-16 surrogate escape such as \ud800, which is not text (RFC 7493)`
+
+// unpairedSurrogate reports whether the escapes in b, the bytes of a valid
+// JSON string (quoted, with or without delimiters before it), spell a
+// surrogate that is not half of a high-low pair.
+func unpairedSurrogate(b []byte) bool {
+	start := bytes.IndexByte(b, '\\')
+	if start < 0 {
+		return false
+	}
+	for i := start; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		i++ // the escape's letter
+		if b[i] != 'u' {
+			continue
+		}
+		r := hex4(b[i+1 : i+5])
+		i += 4
+		if !utf16.IsSurrogate(r) {
+			continue
+		}
+		// A high surrogate and a low one after it are one character.
+		if i+6 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' && utf16.DecodeRune(r, hex4(b[i+3:i+7])) != unicode.ReplacementChar {
+			i += 6
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// hex4 decodes the four hexadecimal digits of a \u escape.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // jsonFrame is one open object or array of checkJSON's walk.

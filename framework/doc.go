@@ -30,8 +30,10 @@
 // document.
 //
 // Shared by both patterns (and by fallback/postkeys):
-//   - [Bind] and [Binder]: strict JSON (no duplicate keys, valid UTF-8,
-//     bounded depth and size, no unknown fields), defaults, validation.
+//   - [Bind] and [Binder]: strict JSON (no duplicate keys, valid UTF-8
+//     without unpaired surrogate escapes, bounded depth and size, member
+//     names matched to fields exactly, no unknown fields), defaults,
+//     validation. Every body of every route is bound by [Bind].
 //   - [Integer]: an int64 command field that binds every JSON spelling of an
 //     integer (4200, 4200.0, 4.2e3) to one value, and so one fingerprint.
 //   - [ComputeFingerprint]: SHA-256 of the canonical validated command with

@@ -19,7 +19,8 @@ import (
 // errNotScanned tells the caller to take the reference path.
 var errNotScanned = errors.New("framework: not scanned")
 
-// scanJSON runs checkJSON's checks on a valid document. It returns
+// scanJSON runs checkJSON's checks on a valid document (json.Valid accepts
+// an unpaired surrogate escape: scanJSON refuses it). It returns
 // errNotScanned when body is not valid UTF-8 or not valid JSON, and when it
 // may hold a NUL (only the escape \u0000 can spell one in valid JSON) or a
 // number longer than [MaxNumberLength]: the reference path then names the
@@ -68,7 +69,12 @@ func (s *scanner) value(depth int) error {
 		}
 		return s.array(depth + 1)
 	case '"':
-		s.i, _ = stringEnd(s.body, s.i)
+		start := s.i
+		var escaped bool
+		s.i, escaped = stringEnd(s.body, s.i)
+		if escaped && unpairedSurrogate(s.body[start:s.i]) {
+			return Errorf(CodeMalformedJSON, unpairedSurrogateDetail)
+		}
 	default: // a number or a literal
 		start := s.i
 	scan:
@@ -121,6 +127,9 @@ func (s *scanner) members(base, depth int) error {
 		s.i, escaped = stringEnd(s.body, s.i)
 		key := s.body[start+1 : s.i-1]
 		if escaped {
+			if unpairedSurrogate(s.body[start:s.i]) {
+				return Errorf(CodeMalformedJSON, unpairedSurrogateDetail)
+			}
 			var k string
 			_ = json.Unmarshal(s.body[start:s.i], &k)
 			key = []byte(k)

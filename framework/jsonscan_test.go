@@ -19,19 +19,20 @@ var jsonCorpus = []string{
 	`{} {}`, ``, ` `, `{"a":}`, `{"a":1,}`, `[1,]`, `[`, `"x"`, `1`, ` -0.50e+3 `, `true`, `null`, `[]`, `{}`, `[{}, [], ""]`,
 	`{"a":{"a":1},"b":{"a":2}}`, `[1,"a","a"]`, `{"b":[1,{"y":2,"x":"é"}],"a":4.2e3, "c":null}`,
 	`{"k\"q":1,"k\\q":2,"k\"q":3}`, `{"<&>":"<&>","\u2028":"\u2029 ` + "\u2028" + `"}`, `{"é":1,"\u00e9":2}`,
-	`{"a":"\ud800"}`, `{"\ud83d\ude00":"😀"}`, `{"ctl":"\u0001\t\n\\\/"}`, "{\"raw\":\"\x7f\"}",
+	`{"a":"\ud800"}`, `{"a":"\udc00x"}`, `{"a":"\ud800\u0041"}`, `{"\ud800":1,"\ud800":2}`, `{"a":"\\ud800"}`, `["x","\uDBFF"]`,
+	`{"a":"\ude00\ud83d"}`, `{"\ud83d\ude00":"😀"}`, `{"ctl":"\u0001\t\n\\\/"}`, "{\"raw\":\"\x7f\"}",
 	`{"z":1,"y":2,"x":3,"w":4,"v":5,"u":6,"t":7,"s":8,"r":9,"q":10,"p":11,"o":12,"n":13,"m":14,"l":15,"k":16,"j":17,"z":18}`,
 	`{"customer":"cus_1","currency":"EUR","items":[{"sku":"sku_1","quantity":2,"unit_price":"10.00"}],"note":""}`,
 	"{\"a\"\t:\n[ 1 ,\r2 ] }", `{"n":1e400}`, `{"n":0.000}`, `[1E+2,1e-2,-0,100]`,
 }
 
 // randomJSON writes a random document with the features the fast paths
-// treat specially: escapes, non-ASCII, HTML characters, number spellings,
+// treat specially: escapes (unpaired surrogates too), non-ASCII, HTML characters, number spellings,
 // duplicate keys, whitespace and nesting.
 func randomJSON(rng *rand.Rand, depth int) string {
 	ws := func() string { return []string{"", "", " ", "\n\t"}[rng.IntN(4)] }
 	str := func() string {
-		parts := []string{"a", "b", "k", "é", `\u00e9`, `\"`, `\\`, "<", "&", `\u2028`, "\u2028", `\n`, `\/`, "😀", `\ud83d\ude00`, "\x7f"}
+		parts := []string{"a", "b", "k", "é", `\u00e9`, `\"`, `\\`, "<", "&", `\u2028`, "\u2028", `\n`, `\/`, "😀", `\ud83d\ude00`, "\x7f", `\ud800`, `\udc00`, `\\u`}
 		var sb strings.Builder
 		sb.WriteByte('"')
 		for range rng.IntN(4) {
