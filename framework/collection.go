@@ -233,6 +233,9 @@ type Result struct {
 	// (same request within the replay window) or OutcomeConverged (same
 	// request after it): nothing was written unless it is OutcomeExecuted.
 	Outcome string
+	// Fingerprint is the request's fingerprint in its stored form
+	// ("v1:<64 hex digits>"); logs carry its [FingerprintPrefix].
+	Fingerprint string
 }
 
 func (c *Collection[Cmd, Model]) location(id uuid.UUID) string {
@@ -468,7 +471,8 @@ func (c *Collection[Cmd, Model]) created(ctx context.Context, tx *gorm.DB, p *pu
 			return Result{}, err
 		}
 	}
-	return Result{Status: http.StatusCreated, Body: body, ETag: sys.ETag(), Location: c.location(sys.ID), Outcome: OutcomeExecuted}, nil
+	return Result{Status: http.StatusCreated, Body: body, ETag: sys.ETag(), Location: c.location(sys.ID), Outcome: OutcomeExecuted,
+		Fingerprint: p.state.Fingerprint}, nil
 }
 
 // insertChildren sets the keys of m's child rows from m and inserts them.
@@ -539,7 +543,7 @@ func (c *Collection[Cmd, Model]) replace(ctx context.Context, tx *gorm.DB, p *pu
 			return Result{}, err
 		}
 	}
-	return Result{Status: http.StatusOK, Body: body, ETag: sys.ETag(), Outcome: OutcomeExecuted}, nil
+	return Result{Status: http.StatusOK, Body: body, ETag: sys.ETag(), Outcome: OutcomeExecuted, Fingerprint: p.state.Fingerprint}, nil
 }
 
 // reply answers a decision that writes nothing. A replay or convergence of
@@ -577,7 +581,7 @@ func (c *Collection[Cmd, Model]) reply(ctx context.Context, db *gorm.DB, p *put[
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Status: d.Status, Body: body, ETag: sys.ETag(), Replayed: d.Replayed, Outcome: d.Outcome}
+	res := Result{Status: d.Status, Body: body, ETag: sys.ETag(), Replayed: d.Replayed, Outcome: d.Outcome, Fingerprint: p.state.Fingerprint}
 	if d.Status == http.StatusCreated {
 		res.Location = c.location(sys.ID)
 	}

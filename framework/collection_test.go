@@ -3,9 +3,14 @@ package framework_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -394,4 +399,32 @@ func TestTransactionalTwinsRollBackWithTheCaller(t *testing.T) {
 			t.Fatalf("twins survived the rollback: %+v", r)
 		}
 	})
+}
+
+// TestPutRequestLog: one event per PUT with the fields of the POST
+// fallback's events (tenant, operation, key hash, fingerprint prefix,
+// outcome, replayed, status, duration) and the ID.
+func TestPutRequestLog(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	h := setup(t, testdb.New(t, "sqlite"), func(o *setupOptions) { o.logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	id := uuid.New()
+	wantStatus(t, h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_1", 1)), http.StatusCreated)
+	wantStatus(t, h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_1", 1)), http.StatusCreated)
+	var got []string
+	for line := range strings.Lines(logs.String()) {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		fp, _ := ev["fingerprint"].(string)
+		if ev["msg"] != "resource write" || ev["pattern"] != "put" || ev["tenant"] != "t1" || ev["operation"] != "invoices" ||
+			ev["key_sha256"] != framework.KeyHash(id.String()) || ev["id"] != id.String() || len(fp) != 12 || ev["duration"] == nil {
+			t.Fatalf("event %v", ev)
+		}
+		got = append(got, fmt.Sprint(ev["outcome"], "/", ev["replayed"], "/", ev["status"]))
+	}
+	if want := []string{"executed/false/201", "replayed/true/201"}; !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
 }

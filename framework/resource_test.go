@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -121,6 +122,7 @@ type setupOptions struct {
 	// clockAhead sets the engine's clock that far ahead of the real time:
 	// a process whose clock disagrees with the database's.
 	clockAhead time.Duration
+	logger     *slog.Logger
 }
 
 func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
@@ -138,7 +140,7 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 		t.Fatal(err)
 	}
 	now := func() time.Time { return time.Now().Add(o.clockAhead) }
-	engine, err := framework.NewEngine(db, framework.EngineConfig{Now: now})
+	engine, err := framework.NewEngine(db, framework.EngineConfig{Now: now, Logger: o.logger})
 	if err != nil {
 		t.Fatal(err)
 	}
