@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -232,6 +233,9 @@ type Result struct {
 	// (same request within the replay window) or OutcomeConverged (same
 	// request after it): nothing was written unless it is OutcomeExecuted.
 	Outcome string
+	// Fingerprint is the request's fingerprint in its stored form
+	// ("v1:<64 hex digits>"); logs carry its [FingerprintPrefix].
+	Fingerprint string
 }
 
 func (c *Collection[Cmd, Model]) location(id uuid.UUID) string {
@@ -277,22 +281,22 @@ func (c *Collection[Cmd, Model]) prepare(req *PutRequest[Cmd]) (put[Model], erro
 			IfNoneMatchStar: strings.TrimSpace(req.Header.Get("If-None-Match")) == "*",
 			KeyReuse:        req.keyReuse,
 			Mode:            c.res.Mode,
-			Now:             c.engine.Now(),
 			Retention:       c.engine.retention,
 		},
 	}, nil
 }
 
 // Put creates, converges on or replaces the resource. The row is read first
-// without a transaction: a replay, a convergence or a refusal is answered
-// from that one read. Only a miss or a replace opens a write transaction.
+// without a transaction, with the database clock: a replay, a convergence
+// or a refusal is answered from that one read. Only a miss or a replace
+// opens a write transaction.
 func (c *Collection[Cmd, Model]) Put(ctx context.Context, req PutRequest[Cmd]) (Result, error) {
 	p, err := c.prepare(&req)
 	if err != nil {
 		return Result{}, err
 	}
 	cur := new(Model)
-	found, err := c.rows.Read(ctx, c.engine.db.Gorm, ReadRowParams{Key: p.key, Dest: cur})
+	found, err := c.readFirst(ctx, c.engine.db.Gorm, &p, cur)
 	if err != nil {
 		return Result{}, c.engine.db.Classify(err)
 	}
@@ -330,7 +334,27 @@ func (c *Collection[Cmd, Model]) PutTx(ctx context.Context, tx *gorm.DB, req Put
 	if err != nil {
 		return Result{}, err
 	}
-	return c.putTx(ctx, tx, &p, false)
+	cur := new(Model)
+	found, err := c.readFirst(ctx, tx, &p, cur)
+	if err != nil {
+		return Result{}, err
+	}
+	d := c.decide(&p, found, cur, false, false)
+	switch d.Action {
+	case actReply, actReplyCurrent, actRefuse:
+		return c.reply(ctx, tx, &p, d, cur)
+	}
+	return c.putTx(ctx, tx, &p, d.Action == actLock)
+}
+
+// readFirst reads the row of p into cur and the database clock into p: the
+// time the PUT is judged by (replay window, tombstone retention) and
+// stamps its writes with, whichever process serves it (DESIGN §3).
+func (c *Collection[Cmd, Model]) readFirst(ctx context.Context, db *gorm.DB, p *put[Model], cur *Model) (bool, error) {
+	var now time.Time // not &p.state.DBNow: p would move to the heap
+	found, err := c.rows.Read(ctx, db, ReadRowParams{Key: p.key, Dest: cur, Now: &now})
+	p.state.DBNow = now
+	return found, err
 }
 
 func (c *Collection[Cmd, Model]) decide(p *put[Model], found bool, cur *Model, locked, purged bool) putDecision {
@@ -367,7 +391,7 @@ func (c *Collection[Cmd, Model]) putTx(ctx context.Context, tx *gorm.DB, p *put[
 			locked = false
 		case actPurge:
 			if _, err := c.rows.PurgeTombstone(ctx, tx, PurgeParams{Key: p.key, Children: c.childTables(),
-				DeletedBefore: p.state.Now.Add(-c.engine.retention.TombstoneRetention)}); err != nil {
+				DeletedBefore: p.state.DBNow.Add(-c.engine.retention.TombstoneRetention)}); err != nil {
 				return Result{}, err
 			}
 			purged, locked = true, false
@@ -416,7 +440,7 @@ func (c *Collection[Cmd, Model]) create(ctx context.Context, p *put[Model]) (Res
 func (c *Collection[Cmd, Model]) newRow(p *put[Model]) *Model {
 	sys := any(p.model).(Row).SystemColumns()
 	*sys = System{TenantID: p.key.Tenant, ID: p.key.ID, Version: 1, Status: c.res.InitialStatus,
-		CreateFingerprint: p.state.Fingerprint, Fingerprint: p.state.Fingerprint, CreatedAt: p.state.Now, UpdatedAt: p.state.Now}
+		CreateFingerprint: p.state.Fingerprint, Fingerprint: p.state.Fingerprint, CreatedAt: p.state.DBNow, UpdatedAt: p.state.DBNow}
 	return p.model
 }
 
@@ -447,7 +471,8 @@ func (c *Collection[Cmd, Model]) created(ctx context.Context, tx *gorm.DB, p *pu
 			return Result{}, err
 		}
 	}
-	return Result{Status: http.StatusCreated, Body: body, ETag: sys.ETag(), Location: c.location(sys.ID), Outcome: OutcomeExecuted}, nil
+	return Result{Status: http.StatusCreated, Body: body, ETag: sys.ETag(), Location: c.location(sys.ID), Outcome: OutcomeExecuted,
+		Fingerprint: p.state.Fingerprint}, nil
 }
 
 // insertChildren sets the keys of m's child rows from m and inserts them.
@@ -493,7 +518,7 @@ func (c *Collection[Cmd, Model]) replace(ctx context.Context, tx *gorm.DB, p *pu
 	old := any(cur).(Row).SystemColumns()
 	sys := any(p.model).(Row).SystemColumns()
 	*sys = *old
-	sys.Version, sys.Fingerprint, sys.UpdatedAt = old.Version+1, p.state.Fingerprint, p.state.Now
+	sys.Version, sys.Fingerprint, sys.UpdatedAt = old.Version+1, p.state.Fingerprint, p.state.DBNow
 	ok, err := c.rows.Update(ctx, tx, UpdateRowParams{Key: p.key, Version: old.Version, Row: p.model, Columns: c.updateColumns})
 	if err != nil {
 		return Result{}, uniqueProblem(err)
@@ -518,7 +543,7 @@ func (c *Collection[Cmd, Model]) replace(ctx context.Context, tx *gorm.DB, p *pu
 			return Result{}, err
 		}
 	}
-	return Result{Status: http.StatusOK, Body: body, ETag: sys.ETag(), Outcome: OutcomeExecuted}, nil
+	return Result{Status: http.StatusOK, Body: body, ETag: sys.ETag(), Outcome: OutcomeExecuted, Fingerprint: p.state.Fingerprint}, nil
 }
 
 // reply answers a decision that writes nothing. A replay or convergence of
@@ -556,7 +581,7 @@ func (c *Collection[Cmd, Model]) reply(ctx context.Context, db *gorm.DB, p *put[
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Status: d.Status, Body: body, ETag: sys.ETag(), Replayed: d.Replayed, Outcome: d.Outcome}
+	res := Result{Status: d.Status, Body: body, ETag: sys.ETag(), Replayed: d.Replayed, Outcome: d.Outcome, Fingerprint: p.state.Fingerprint}
 	if d.Status == http.StatusCreated {
 		res.Location = c.location(sys.ID)
 	}

@@ -95,11 +95,18 @@ func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, sta
 		return
 	}
 	c.engine.metrics.Requests.WithLabelValues(pattern, c.res.Name, res.Outcome).Inc()
-	TraceOutcome(g.Request.Context(), pattern, c.res.Name, res.Outcome, cmp.Or(key, req.ID.String()))
-	c.engine.logger.LogAttrs(g.Request.Context(), slog.LevelInfo, "resource write",
-		slog.String("pattern", pattern), slog.String("tenant", req.Tenant), slog.String("resource", c.res.Name),
-		slog.String("id", req.ID.String()), slog.String("outcome", res.Outcome), slog.Bool("replayed", res.Replayed),
-		slog.Int("status", res.Status), slog.Duration("duration", time.Since(start)))
+	// The key a retry repeats: the Idempotency-Key (legacy POST) or the
+	// resource ID (PUT).
+	retryKey := cmp.Or(key, req.ID.String())
+	TraceOutcome(g.Request.Context(), pattern, c.res.Name, res.Outcome, retryKey)
+	if c.engine.logger.Enabled(g.Request.Context(), slog.LevelInfo) {
+		// The fields of the POST fallback's events, and the ID.
+		c.engine.logger.LogAttrs(g.Request.Context(), slog.LevelInfo, "resource write",
+			slog.String("pattern", pattern), slog.String("tenant", req.Tenant), slog.String("operation", c.res.Name),
+			slog.String("key_sha256", KeyHash(retryKey)), slog.String("id", req.ID.String()),
+			slog.String("fingerprint", FingerprintPrefix(res.Fingerprint)), slog.String("outcome", res.Outcome),
+			slog.Bool("replayed", res.Replayed), slog.Int("status", res.Status), slog.Duration("duration", time.Since(start)))
+	}
 	WriteReply(g.Writer, Reply{Status: res.Status, Body: res.Body, Replayed: res.Replayed, Key: key, Location: res.Location, ETag: res.ETag})
 }
 

@@ -3,9 +3,14 @@ package framework_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,11 +64,14 @@ func TestPutContract(t *testing.T) {
 			t.Fatalf("replay wrote: %+v lines %d events %d", r, lines(), events())
 		}
 
-		// After the window: 200, current representation, nothing written.
-		h.clock.Advance(25 * time.Hour)
+		// After the window (on the database clock: the row was written 25 h
+		// ago): 200, current representation, nothing written.
+		testdb.Age(t, h.db.Gorm, "invoices", 25*time.Hour, "tenant_id = ? AND id = ?", "t1", id)
+		current := h.do("GET", invoicePath(id), "tok1", nil)
+		wantStatus(t, current, http.StatusOK)
 		late := h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_1", 100, 250))
 		wantStatus(t, late, http.StatusOK)
-		if late.Header.Get("Idempotent-Replayed") != "" || !bytes.Equal(late.Body, created.Body) {
+		if late.Header.Get("Idempotent-Replayed") != "" || !bytes.Equal(late.Body, current.Body) {
 			t.Fatalf("converged: %v %s", late.Header, late.Body)
 		}
 		if r := h.row(id); r.Version != 1 || events() != 1 {
@@ -83,7 +91,6 @@ func TestPutContract(t *testing.T) {
 		}
 		// The replacing body again within the window: 200 replayed.
 		afterReplace := h.row(id)
-		h.clock.Advance(time.Minute)
 		rerun := h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_2", 7))
 		wantStatus(t, rerun, http.StatusOK)
 		if rerun.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(rerun.Body, replaced.Body) {
@@ -109,7 +116,7 @@ func TestPutContract(t *testing.T) {
 
 		// If-None-Match: * with the creating body replays the current
 		// representation (201), with another body 412; neither writes.
-		current := h.do("GET", invoicePath(id), "tok1", nil)
+		current = h.do("GET", invoicePath(id), "tok1", nil)
 		wantStatus(t, current, http.StatusOK)
 		retried := h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_1", 100, 250), "If-None-Match", "*")
 		wantStatus(t, retried, http.StatusCreated)
@@ -221,7 +228,8 @@ func TestTombstones(t *testing.T) {
 			t.Fatalf("PUT to a tombstone: %s", gone.Body)
 		}
 
-		h.clock.Advance(31 * 24 * time.Hour)
+		// Deleted 31 days ago on the database clock: the ID is free.
+		testdb.Age(t, h.db.Gorm, "invoices", 31*24*time.Hour, "tenant_id = ? AND id = ?", "t1", id)
 		again := h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_2", 9))
 		wantStatus(t, again, http.StatusCreated)
 		r := h.row(id)
@@ -391,4 +399,32 @@ func TestTransactionalTwinsRollBackWithTheCaller(t *testing.T) {
 			t.Fatalf("twins survived the rollback: %+v", r)
 		}
 	})
+}
+
+// TestPutRequestLog: one event per PUT with the fields of the POST
+// fallback's events (tenant, operation, key hash, fingerprint prefix,
+// outcome, replayed, status, duration) and the ID.
+func TestPutRequestLog(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	h := setup(t, testdb.New(t, "sqlite"), func(o *setupOptions) { o.logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	id := uuid.New()
+	wantStatus(t, h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_1", 1)), http.StatusCreated)
+	wantStatus(t, h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_1", 1)), http.StatusCreated)
+	var got []string
+	for line := range strings.Lines(logs.String()) {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		fp, _ := ev["fingerprint"].(string)
+		if ev["msg"] != "resource write" || ev["pattern"] != "put" || ev["tenant"] != "t1" || ev["operation"] != "invoices" ||
+			ev["key_sha256"] != framework.KeyHash(id.String()) || ev["id"] != id.String() || len(fp) != 12 || ev["duration"] == nil {
+			t.Fatalf("event %v", ev)
+		}
+		got = append(got, fmt.Sprint(ev["outcome"], "/", ev["replayed"], "/", ev["status"]))
+	}
+	if want := []string{"executed/false/201", "replayed/true/201"}; !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
 }

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -18,8 +19,9 @@ type DeleteRequest struct {
 }
 
 // Delete tombstones the resource: GET answers 404 from now on and a PUT to
-// its ID 410 for the tombstone retention. Without If-Match it is one
-// statement; with it, a locked read and a fenced write in one transaction.
+// its ID 410 for the tombstone retention, counted from the database clock
+// of the delete. Without If-Match it is one statement; with it, a locked
+// read and a fenced write in one transaction.
 func (c *Collection[Cmd, Model]) Delete(ctx context.Context, req DeleteRequest) error {
 	if req.IfMatch == "" {
 		return c.engine.db.Classify(c.DeleteTx(ctx, c.engine.db.Gorm, req))
@@ -29,7 +31,7 @@ func (c *Collection[Cmd, Model]) Delete(ctx context.Context, req DeleteRequest) 
 
 // DeleteTx is [Collection.Delete] inside the caller's transaction tx.
 func (c *Collection[Cmd, Model]) DeleteTx(ctx context.Context, tx *gorm.DB, req DeleteRequest) error {
-	p := TombstoneParams{Key: c.key(req.Tenant, req.ID), At: c.engine.Now()}
+	p := TombstoneParams{Key: c.key(req.Tenant, req.ID)}
 	if req.IfMatch != "" {
 		cur := new(Model)
 		found, err := c.rows.Read(ctx, tx, ReadRowParams{Key: p.Key, Dest: cur, ForUpdate: true, LiveOnly: true})
@@ -58,8 +60,9 @@ func (c *Collection[Cmd, Model]) DeleteTx(ctx context.Context, tx *gorm.DB, req 
 }
 
 // SetStatus moves a live resource to status (for example an order from
-// draft to submitted), bumping its version, and returns its
-// representation. The replace guard sees the new status from then on.
+// draft to submitted), bumping its version and stamping updated_at with
+// the database clock, and returns its representation. The replace guard
+// sees the new status from then on.
 func (c *Collection[Cmd, Model]) SetStatus(ctx context.Context, tenant string, id uuid.UUID, status string) (Result, error) {
 	var out Result
 	err := c.engine.db.Write(ctx, func(tx *gorm.DB) error {
@@ -74,7 +77,8 @@ func (c *Collection[Cmd, Model]) SetStatus(ctx context.Context, tenant string, i
 func (c *Collection[Cmd, Model]) SetStatusTx(ctx context.Context, tx *gorm.DB, tenant string, id uuid.UUID, status string) (Result, error) {
 	key := c.key(tenant, id)
 	m := new(Model)
-	found, err := c.rows.Read(ctx, tx, ReadRowParams{Key: key, Dest: m, ForUpdate: true, LiveOnly: true, Preload: c.preloads()})
+	var now time.Time
+	found, err := c.rows.Read(ctx, tx, ReadRowParams{Key: key, Dest: m, ForUpdate: true, LiveOnly: true, Preload: c.preloads(), Now: &now})
 	if err != nil {
 		return Result{}, err
 	}
@@ -85,7 +89,7 @@ func (c *Collection[Cmd, Model]) SetStatusTx(ctx context.Context, tx *gorm.DB, t
 	sys.normalize()
 	if sys.Status != status {
 		version := sys.Version
-		sys.Status, sys.Version, sys.UpdatedAt = status, version+1, c.engine.Now()
+		sys.Status, sys.Version, sys.UpdatedAt = status, version+1, now
 		ok, err := c.rows.Update(ctx, tx, UpdateRowParams{Key: key, Version: version, Row: m, Columns: []string{"status", "version", "updated_at"}})
 		if err != nil {
 			return Result{}, err

@@ -16,7 +16,10 @@
 // the PUT falls back to INSERT … ON CONFLICT (tenant_id, id) DO NOTHING,
 // so a retried or concurrent create converges on one row, one set of child
 // rows and one creation hook. What a PUT does is decided by one pure function from the
-// row it read; every statement on resource rows goes through the
+// row it read and the database clock read with it (the replay window and
+// the tombstone retention are judged on the database clock, which also
+// stamps the rows' times, so processes whose clocks disagree agree);
+// every statement on resource rows goes through the
 // [RowStore] seam, whose contract suite is framework/rowstoretest. Every
 // write has a transactional twin ([Collection.PutTx],
 // [Collection.DeleteTx], [Collection.SetStatusTx]).

@@ -29,8 +29,11 @@ type EngineConfig struct {
 	// Binder bounds request bodies. Defaults to a 1 MiB body limit and a
 	// JSON depth of [DefaultMaxDepth].
 	Binder BinderConfig
-	// Now is the clock used for timestamps, replay windows, tombstones and
-	// leases; tests move it instead of sleeping. Defaults to time.Now.
+	// Now is the process clock of the POST fallback's business rows and
+	// attempts, the outbox and the inbox; tests move it instead of
+	// sleeping. The PUT engine does not read it: its replay window,
+	// tombstones and row times are on the database clock. Defaults to
+	// time.Now.
 	Now func() time.Time
 	// Logger receives one structured event per state transition. Defaults to
 	// a logger that discards everything.

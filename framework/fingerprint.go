@@ -50,6 +50,17 @@ func (f Fingerprint) String() string {
 // Short returns a 12-hex-digit prefix for logs.
 func (f Fingerprint) Short() string { return hex.EncodeToString(f.Sum[:6]) }
 
+// FingerprintPrefix returns the 12-hex-digit prefix ([Fingerprint.Short])
+// of a fingerprint in its stored form ("v1:<64 hex digits>"), what the
+// request logs of both patterns carry; a value of another form is
+// returned as it is.
+func FingerprintPrefix(stored string) string {
+	if _, sum, ok := strings.Cut(stored, ":"); ok && len(sum) >= 12 {
+		return sum[:12]
+	}
+	return stored
+}
+
 // SemanticHeaders picks the values of the named headers from h, keyed by
 // canonical name, for [FingerprintInput.Headers]; nil when none is set.
 func SemanticHeaders(h http.Header, names []string) map[string]string {

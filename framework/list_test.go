@@ -51,7 +51,7 @@ func (h *harness) pageAll(query url.Values, limit int) []invoiceView {
 func TestListNewestFirstUnderConcurrentInserts(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		h := setup(t, dsn, func(o *setupOptions) { o.realClock = true })
+		h := setup(t, dsn)
 		ctx := context.Background()
 		before := map[string]bool{}
 		sent := map[string]bool{}

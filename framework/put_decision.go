@@ -47,8 +47,12 @@ type putState struct {
 	// Locked is true when Row was read under a row lock; Purged when this
 	// request already deleted an expired tombstone of the ID.
 	Locked, Purged bool
-	Now            time.Time
-	Retention      Retention
+	// DBNow is the database clock as of the request's first read of the
+	// row, never a process clock: the row's times were stamped by the
+	// database clock too, so that processes whose clocks disagree judge
+	// the replay window and the tombstone retention alike (DESIGN §3).
+	DBNow     time.Time
+	Retention Retention
 }
 
 // putDecision is the outcome of [decidePut].
@@ -71,7 +75,7 @@ func decidePut(s putState) putDecision {
 	}
 	r := &s.Row
 	if r.DeletedAt != nil {
-		if s.Purged || s.Retention.TombstoneLive(*r.DeletedAt, s.Now) {
+		if s.Purged || s.Retention.TombstoneLive(*r.DeletedAt, s.DBNow) {
 			return refuse(Errorf(CodeResourceDeleted, "the resource was deleted; its ID cannot be used again"))
 		}
 		return putDecision{Action: actPurge}
@@ -96,9 +100,9 @@ func decidePut(s putState) putDecision {
 		// The body is still the creating one (a status change bumps the
 		// version, not the body): a retry of the create within the window
 		// is its replay, 201.
-		case r.Fingerprint == r.CreateFingerprint && s.Retention.InReplayWindow(r.CreatedAt, s.Now):
+		case r.Fingerprint == r.CreateFingerprint && s.Retention.InReplayWindow(r.CreatedAt, s.DBNow):
 			return putDecision{Action: actReply, Status: http.StatusCreated, Replayed: true, Outcome: OutcomeReplayed}
-		case s.Retention.InReplayWindow(r.UpdatedAt, s.Now):
+		case s.Retention.InReplayWindow(r.UpdatedAt, s.DBNow):
 			return putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: OutcomeReplayed}
 		default:
 			return putDecision{Action: actReply, Status: http.StatusOK, Outcome: OutcomeConverged}

@@ -6,7 +6,9 @@ import (
 	"time"
 )
 
-// TestDecidePut is DESIGN §5.1 as a table, without a database.
+// TestDecidePut is DESIGN §5.1 as a table, without a database. now is the
+// database clock as of the read (putState.DBNow), the rows' times are
+// relative to it.
 func TestDecidePut(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -88,13 +90,27 @@ func TestDecidePut(t *testing.T) {
 		{"live tombstone with If-None-Match: *: 410", putState{Fingerprint: fpA, IfNoneMatchStar: true, Exists: true, Row: deleted(fresh, time.Hour)},
 			want{action: actRefuse, code: CodeResourceDeleted}},
 		{"expired tombstone: purge", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, 31*24*time.Hour)}, want{action: actPurge}},
+		{"same body, created just inside the window: 201 replay", putState{Fingerprint: fpA, Exists: true,
+			Row: row(1, fpA, fpA, ret.ReplayWindow-time.Microsecond, ret.ReplayWindow-time.Microsecond)},
+			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: OutcomeReplayed}},
+		{"same body, created a window ago: 200 converged", putState{Fingerprint: fpA, Exists: true,
+			Row: row(1, fpA, fpA, ret.ReplayWindow, ret.ReplayWindow)},
+			want{action: actReply, status: http.StatusOK, outcome: OutcomeConverged}},
+		{"same body, created after the read (a concurrent create stamped later): 201 replay", putState{Fingerprint: fpA, Exists: true,
+			Row: row(1, fpA, fpA, -time.Second, -time.Second)},
+			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: OutcomeReplayed}},
+		{"tombstone just inside the retention: 410", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, ret.TombstoneRetention-time.Microsecond)},
+			want{action: actRefuse, code: CodeResourceDeleted}},
+		{"tombstone a retention ago: purge", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, ret.TombstoneRetention)}, want{action: actPurge}},
+		{"tombstone written after the read: 410", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, -time.Second)},
+			want{action: actRefuse, code: CodeResourceDeleted}},
 		{"expired tombstone already purged by this request: 410", putState{Fingerprint: fpA, Exists: true, Purged: true, Row: deleted(fresh, 31*24*time.Hour)},
 			want{action: actRefuse, code: CodeResourceDeleted}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.in.Now, tc.in.Retention = now, ret
+			tc.in.DBNow, tc.in.Retention = now, ret
 			d := decidePut(tc.in)
 			got := want{action: d.Action, status: d.Status, replayed: d.Replayed, outcome: d.Outcome}
 			if d.Err != nil {

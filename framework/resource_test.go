@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
-	"github.com/retrysafe/retrysafe/internal/testclock"
 )
 
 // The test resource of the engine's contract tests: invoices, a typed model
@@ -110,17 +110,19 @@ func invoiceResource(mode framework.Mode) framework.Resource[InvoiceCommand, Inv
 // harness is the invoices resource on a fresh database behind a real HTTP
 // server, with tenants t1 (token tok1) and t2 (tok2).
 type harness struct {
-	t     *testing.T
-	db    *store.DB
-	col   *framework.Collection[InvoiceCommand, Invoice]
-	srv   *httptest.Server
-	clock *testclock.Clock
+	t   *testing.T
+	db  *store.DB
+	col *framework.Collection[InvoiceCommand, Invoice]
+	srv *httptest.Server
 }
 
 type setupOptions struct {
 	mode        framework.Mode
 	lockTimeout time.Duration
-	realClock   bool
+	// clockAhead sets the engine's clock that far ahead of the real time:
+	// a process whose clock disagrees with the database's.
+	clockAhead time.Duration
+	logger     *slog.Logger
 }
 
 func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
@@ -137,12 +139,8 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 	if err := db.Gorm.AutoMigrate(&Invoice{}, &InvoiceLine{}, &InvoiceEvent{}); err != nil {
 		t.Fatal(err)
 	}
-	clock := testclock.New(time.Now().UTC())
-	now := clock.Now
-	if o.realClock {
-		now = time.Now
-	}
-	engine, err := framework.NewEngine(db, framework.EngineConfig{Now: now})
+	now := func() time.Time { return time.Now().Add(o.clockAhead) }
+	engine, err := framework.NewEngine(db, framework.EngineConfig{Now: now, Logger: o.logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +156,7 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 	col.Mount(router.Group("/v1", framework.RequireAuth(auth, nil)))
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
-	return &harness{t: t, db: db, col: col, srv: srv, clock: clock}
+	return &harness{t: t, db: db, col: col, srv: srv}
 }
 
 type reply struct {

@@ -1,8 +1,10 @@
 package framework
 
 import (
+	"cmp"
 	"context"
 	"database/sql/driver"
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -253,11 +255,14 @@ func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap 
 }
 
 // readPlan is the read of one row by its key into a model, as gorm's Take
-// does it (SELECT *, each column into the model's field of that name
-// through the field's value pool and setter, unknown columns dropped), with
-// the statement text fixed once per model type and table: the read-first of
-// every PUT costs no gorm statement. It is nil for a model with an
-// AfterFind hook, which gorm would run.
+// does it (every column, each into the model's field of that name through
+// the field's value pool and setter, unknown columns dropped), together
+// with the database clock in the same statement, with the statement text
+// fixed once per model type and table: the read-first of every PUT costs
+// no gorm statement and no round trip of its own for the clock. The row is
+// left-joined to one row, so that a miss still returns the clock (and
+// NULLs). It is nil for a model with an AfterFind hook, which gorm would
+// run.
 type readPlan struct {
 	schema *schema.Schema
 	// sql is the statement by LiveOnly (index 1 skips tombstones).
@@ -267,28 +272,32 @@ type readPlan struct {
 // readPlans caches the plan (or nil) of each planKey.
 var readPlans sync.Map
 
-func readPlanOf(db *gorm.DB, table string, model reflect.Type) *readPlan {
-	return cachedPlan(&readPlans, db, table, model, newReadPlan)
+// readPlanOf returns the plan of a read of model from table on db, whose
+// database clock is spelled now ([store.Dialect.Now]).
+func readPlanOf(db *gorm.DB, table string, model reflect.Type, now string) *readPlan {
+	return cachedPlan(&readPlans, db, table, model, func(db *gorm.DB, table string, model reflect.Type) *readPlan {
+		return newReadPlan(db, table, model, now)
+	})
 }
 
-func newReadPlan(db *gorm.DB, table string, model reflect.Type) *readPlan {
-	var pl *readPlan
+func newReadPlan(db *gorm.DB, table string, model reflect.Type, now string) *readPlan {
 	stmt := &gorm.Statement{DB: db}
-	if err := stmt.Parse(reflect.New(model).Interface()); err == nil && !stmt.Schema.AfterFind {
-		where := "tenant_id = ? AND id = ?"
-		if db.Dialector.Name() == "postgres" {
-			where = "tenant_id = $1 AND id = $2"
-		}
-		base := "SELECT * FROM " + quote(db, table) + " WHERE " + where
-		pl = &readPlan{schema: stmt.Schema, sql: [2]string{base + " LIMIT 1", base + " AND deleted_at IS NULL LIMIT 1"}}
+	if err := stmt.Parse(reflect.New(model).Interface()); err != nil || stmt.Schema.AfterFind {
+		return nil
 	}
-	return pl
+	t := quote(db, table)
+	on := t + ".tenant_id = ? AND " + t + ".id = ?"
+	if db.Dialector.Name() == "postgres" {
+		on = t + ".tenant_id = $1 AND " + t + ".id = $2"
+	}
+	base := "SELECT " + now + ", " + t + ".* FROM (SELECT 1) AS " + quote(db, "retrysafe_one") + " LEFT JOIN " + t + " ON " + on
+	return &readPlan{schema: stmt.Schema, sql: [2]string{base, base + " AND " + t + ".deleted_at IS NULL"}}
 }
 
-// read loads the row of key into dest (an addressable struct) on db's
-// connection pool and reports whether there was one. The statement is
-// reported to db's gorm logger as gorm would report it.
-func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, liveOnly bool, dest reflect.Value) (found bool, err error) {
+// read loads the row of key into dest (an addressable struct) on db and
+// returns whether there was one and the database clock as of the read. The
+// statement is reported to db's gorm logger as gorm would report it.
+func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, liveOnly bool, dest reflect.Value) (found bool, now time.Time, err error) {
 	sql := pl.sql[0]
 	if liveOnly {
 		sql = pl.sql[1]
@@ -303,36 +312,52 @@ func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, liveOnly 
 	}()
 	rows, err := db.Statement.ConnPool.QueryContext(ctx, sql, key.Tenant, key.ID)
 	if err != nil {
-		return false, err
+		return false, now, err
 	}
 	defer rows.Close()
 	if !rows.Next() {
-		return false, rows.Err()
+		return false, now, cmp.Or(rows.Err(), errNoClockRow)
 	}
 	columns, err := rows.Columns()
 	if err != nil {
-		return false, err
+		return false, now, err
 	}
+	var clock store.DatabaseTime
 	values := make([]any, len(columns))
 	fields := make([]*schema.Field, len(columns))
-	for i, c := range columns {
+	values[0] = &clock
+	tenant := -1
+	for i, c := range columns[1:] {
+		i++
 		if f := pl.schema.LookUpField(c); f != nil && f.Readable {
 			fields[i], values[i] = f, f.NewValuePool.Get()
+			if f.DBName == "tenant_id" {
+				tenant = i
+			}
 		} else {
 			values[i] = new(any)
 		}
 	}
 	if err := rows.Scan(values...); err != nil {
-		return false, err
+		return false, now, err
 	}
+	// A miss is the joined row's NULLs: tenant_id, NOT NULL in a row, is
+	// scanned into a pointer left nil.
+	found = tenant >= 0 && !reflect.ValueOf(values[tenant]).Elem().IsNil()
 	for i, f := range fields {
 		if f == nil {
 			continue
 		}
-		if err := f.Set(ctx, dest, values[i]); err != nil {
-			return false, err
+		if found {
+			if err := f.Set(ctx, dest, values[i]); err != nil {
+				return false, now, err
+			}
 		}
 		f.NewValuePool.Put(values[i])
 	}
-	return true, rows.Close()
+	return found, clock.Time, rows.Close()
 }
+
+// errNoClockRow: the read plan's statement, which always returns one row,
+// returned none.
+var errNoClockRow = errors.New("framework: the read of a row and the database clock returned no row")

@@ -178,7 +178,7 @@ func TestReadPlanReadsAsGormTakes(t *testing.T) {
 		if err := g.Exec("UPDATE plan_parents SET note = NULL, extra = 'x'").Error; err != nil {
 			t.Fatal(err)
 		}
-		pl := readPlanOf(g, "plan_parents", reflect.TypeFor[planParent]())
+		pl := readPlanOf(g, "plan_parents", reflect.TypeFor[planParent](), db.Dialect.Now())
 		for _, tc := range []struct {
 			id       uuid.UUID
 			liveOnly bool
@@ -193,9 +193,9 @@ func TestReadPlanReadsAsGormTakes(t *testing.T) {
 			if tc.found != (err == nil) {
 				t.Fatalf("gorm's Take of %v (live only %v): %v", tc.id, tc.liveOnly, err)
 			}
-			found, err := pl.read(ctx, g, RowKey{Table: "plan_parents", Tenant: "acme", ID: tc.id}, tc.liveOnly, reflect.ValueOf(&got).Elem())
-			if err != nil || found != tc.found {
-				t.Fatalf("plan read of %v (live only %v): %v %v", tc.id, tc.liveOnly, found, err)
+			found, clock, err := pl.read(ctx, g, RowKey{Table: "plan_parents", Tenant: "acme", ID: tc.id}, tc.liveOnly, reflect.ValueOf(&got).Elem())
+			if err != nil || found != tc.found || clock.IsZero() {
+				t.Fatalf("plan read of %v (live only %v): %v %v, database clock %v", tc.id, tc.liveOnly, found, err, clock)
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("plan read %+v\ngorm's Take %+v", got, want)

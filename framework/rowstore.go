@@ -43,19 +43,21 @@ type RowStore interface {
 	// Read loads the row of p.Key into p.Dest (tombstones too unless
 	// p.LiveOnly), under a row lock when p.ForUpdate, and the child rows
 	// named in p.Preload, which must be those of the version read (not of a
-	// replace that committed in between). It reports false when there is
-	// no such row.
+	// replace that committed in between), and sets *p.Now, when p.Now is
+	// set, to the database clock. It reports false when there is no such
+	// row.
 	Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (bool, error)
 	// Update writes every column of p.Row named in p.Columns to the live row
 	// of p.Key, only while its version is still p.Version (a fenced write).
 	// It reports whether the row was updated.
 	Update(ctx context.Context, db *gorm.DB, p UpdateRowParams) (bool, error)
-	// Tombstone sets deleted_at and updated_at to p.At and bumps the version
-	// of the live row of p.Key (only while its version is p.Version, when
-	// that is positive). It reports whether a row was tombstoned.
+	// Tombstone sets deleted_at and updated_at to the database clock of its
+	// statement and bumps the version of the live row of p.Key (only while
+	// its version is p.Version, when that is positive). It reports whether
+	// a row was tombstoned.
 	Tombstone(ctx context.Context, db *gorm.DB, p TombstoneParams) (bool, error)
 	// PurgeTombstone deletes the row of p.Key and its child rows, only when
-	// the row is a tombstone deleted at or before p.DeletedBefore. It
+	// the row is a tombstone deleted before p.DeletedBefore. It
 	// reports whether a row was deleted.
 	PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgeParams) (bool, error)
 	// InsertChildren inserts the child rows in p.Rows (a pointer to a
@@ -111,6 +113,12 @@ type ReadRowParams struct {
 	LiveOnly bool
 	// Preload loads child rows: association field name → ORDER BY.
 	Preload []Preload
+	// Now, when set, receives the database clock ([store.Dialect.Now]) as
+	// of the read, in UTC, whether or not a row was found: the time that
+	// the PUT engine judges the row by and stamps its writes with. An
+	// unlocked read of the row alone carries it in its own statement;
+	// others read it by one more statement after the read.
+	Now *time.Time
 }
 
 // Preload names a has-many association of a model to load with it.
@@ -137,16 +145,16 @@ type TombstoneParams struct {
 	Key RowKey
 	// Version, when positive, fences the write on the version read.
 	Version int64
-	At      time.Time
 }
 
 // PurgeParams are the arguments of [RowStore.PurgeTombstone].
 type PurgeParams struct {
 	Key RowKey
-	// DeletedBefore is the retention cutoff: only a tombstone deleted at or
-	// before it is purged, so that a purge decided on a read cannot delete a
-	// newer tombstone written meanwhile (the ID would come back within its
-	// retention).
+	// DeletedBefore is the retention cutoff on the database clock: only a
+	// tombstone deleted before it is purged (one deleted at it, to the
+	// millisecond, may be kept: SQLite compares its times as text), so that
+	// a purge decided on a read cannot delete a newer tombstone written
+	// meanwhile (the ID would come back within its retention).
 	DeletedBefore time.Time
 	// Children are the child tables whose rows go with the tombstone.
 	Children []ChildTable
@@ -204,7 +212,7 @@ func NewRowStore(dialect store.Dialect) RowStore { return gormRowStore{dialect: 
 var _ RowStore = gormRowStore{}
 
 // gormRowStore writes the SQL through gorm; the spellings that differ
-// between dialects come from [store.Dialect] (row locks) and
+// between dialects come from [store.Dialect] (row locks, the clock) and
 // isUniqueViolation (driver error codes).
 type gormRowStore struct{ dialect store.Dialect }
 
@@ -232,20 +240,40 @@ func (s gormRowStore) Create(ctx context.Context, db *gorm.DB, p InsertRowParams
 }
 
 func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (bool, error) {
+	if !p.ForUpdate && len(p.Preload) == 0 {
+		// A statement fixed per model type, with the database clock in it.
+		if dest := reflect.ValueOf(p.Dest); dest.Kind() == reflect.Pointer && dest.Elem().Kind() == reflect.Struct {
+			if pl := readPlanOf(db, p.Key.Table, dest.Elem().Type(), s.dialect.Now()); pl != nil {
+				found, now, err := pl.read(ctx, db, p.Key, p.LiveOnly, dest.Elem())
+				if p.Now != nil {
+					*p.Now = now
+				}
+				return found, err
+			}
+		}
+	}
+	found, err := s.read(ctx, db, p)
+	if err != nil || p.Now == nil {
+		return found, err
+	}
+	// The clock after the read: after the row lock, when one was taken.
+	var now store.DatabaseTime
+	if err := db.WithContext(ctx).Raw("SELECT " + s.dialect.Now()).Row().Scan(&now); err != nil {
+		return false, err
+	}
+	*p.Now = now.Time
+	return found, nil
+}
+
+// read is Read with gorm's statements: locked reads, reads with child
+// rows, and models without a read plan.
+func (s gormRowStore) read(ctx context.Context, db *gorm.DB, p ReadRowParams) (bool, error) {
 	if !p.ForUpdate && len(p.Preload) > 0 {
 		// On PostgreSQL the row and its child rows in one round trip and one
 		// snapshot; elsewhere (SQLite, or inside a transaction) as below.
 		found, err := s.readSnapshot(ctx, db, p)
 		if !errors.Is(err, store.ErrNoSnapshot) {
 			return found, err
-		}
-	}
-	if !p.ForUpdate && len(p.Preload) == 0 && store.CanReadSnapshot(db) {
-		// On the pool (a read-first): a statement fixed per model type.
-		if dest := reflect.ValueOf(p.Dest); dest.Kind() == reflect.Pointer && dest.Elem().Kind() == reflect.Struct {
-			if pl := readPlanOf(db, p.Key.Table, dest.Elem().Type()); pl != nil {
-				return pl.read(ctx, db, p.Key, p.LiveOnly, dest.Elem())
-			}
 		}
 	}
 	for attempt := 0; ; attempt++ {
@@ -399,7 +427,8 @@ func (s gormRowStore) Tombstone(ctx context.Context, db *gorm.DB, p TombstonePar
 	if p.Version > 0 {
 		q = q.Where("version = ?", p.Version)
 	}
-	res := q.Updates(map[string]any{"deleted_at": p.At, "updated_at": p.At, "version": gorm.Expr("version + 1")})
+	now := gorm.Expr(s.dialect.Now())
+	res := q.Updates(map[string]any{"deleted_at": now, "updated_at": now, "version": gorm.Expr("version + 1")})
 	return res.RowsAffected == 1, res.Error
 }
 

@@ -38,11 +38,14 @@ type System struct {
 	// Fingerprint is the fingerprint of the request that wrote the current
 	// business columns.
 	Fingerprint string `gorm:"column:fingerprint;not null" json:"-"`
-	// CreatedAt is when the resource was created (UTC, microseconds).
+	// CreatedAt is when the resource was created, on the database clock
+	// (UTC, in its precision: microseconds on PostgreSQL, milliseconds on
+	// SQLite).
 	CreatedAt time.Time `gorm:"column:created_at;not null;autoCreateTime:false;index:,composite:list,priority:2;index:,composite:status,priority:3" json:"-"`
-	// UpdatedAt is when it was last written.
+	// UpdatedAt is when it was last written, on the database clock.
 	UpdatedAt time.Time `gorm:"column:updated_at;not null;autoUpdateTime:false" json:"-"`
-	// DeletedAt is set by DELETE: the row is a tombstone from then on.
+	// DeletedAt is set by DELETE, on the database clock: the row is a
+	// tombstone from then on.
 	DeletedAt *time.Time `gorm:"column:deleted_at" json:"-"`
 }
 

@@ -123,11 +123,15 @@ func TestOrderCreateReplayAndConverge(t *testing.T) {
 			t.Fatalf("replay wrote: %+v → %+v", before, after)
 		}
 
-		// After the replay window the same body converges with 200.
-		e.clock.Advance(25 * time.Hour)
+		// After the replay window (on the database clock: the order was
+		// written 25 h ago) the same body converges with 200.
+		testdb.Age(t, e.app.DB.Gorm, "orders", 25*time.Hour, "tenant_id = ? AND id = ?", "acme", id)
+		before = e.order("acme", id)
+		current := e.do("GET", orderPath(id), tokenAcme, nil)
+		wantStatus(t, current, http.StatusOK)
 		late := e.do("PUT", orderPath(id), tokenAcme, orderBody(2, "10.00"))
 		wantStatus(t, late, http.StatusOK)
-		if late.Header.Get("Idempotent-Replayed") != "" || !bytes.Equal(late.Body, created.Body) {
+		if late.Header.Get("Idempotent-Replayed") != "" || !bytes.Equal(late.Body, current.Body) {
 			t.Fatalf("late retry: headers %v body %s", late.Header, late.Body)
 		}
 		if after := e.order("acme", id); after != before {
@@ -252,7 +256,9 @@ func TestOrderGetListAndTenants(t *testing.T) {
 			id := uuid.New()
 			ids = append(ids, id.String())
 			wantStatus(t, e.do("PUT", orderPath(id), tokenAcme, orderBody(i+1, "1.50")), http.StatusCreated)
-			e.clock.Advance(time.Millisecond)
+			// Created in order, a millisecond apart at least (SQLite's
+			// clock counts milliseconds).
+			testdb.Age(t, e.app.DB.Gorm, "orders", time.Millisecond, "tenant_id = ?", "acme")
 		}
 		got := e.do("GET", orderPath(uuid.MustParse(ids[0])), tokenAcme, nil)
 		wantStatus(t, got, http.StatusOK)
@@ -345,8 +351,9 @@ func TestOrderDeleteTombstone(t *testing.T) {
 			t.Fatalf("PUT to a tombstone revived it: %+v", row)
 		}
 
-		// Past the tombstone retention the ID is free again.
-		e.clock.Advance(31 * 24 * time.Hour)
+		// Past the tombstone retention (deleted 31 days ago on the database
+		// clock) the ID is free again.
+		testdb.Age(t, e.app.DB.Gorm, "orders", 31*24*time.Hour, "tenant_id = ? AND id = ?", "acme", id)
 		again := e.do("PUT", orderPath(id), tokenAcme, orderBody(3, "10.00"))
 		wantStatus(t, again, http.StatusCreated)
 		if row := e.order("acme", id); row.DeletedAt != nil || row.Version != 1 {
@@ -549,7 +556,7 @@ func TestOrderListFilters(t *testing.T) {
 			ids = append(ids, id)
 			body := fmt.Appendf(nil, `{"customer":"cus_%d","currency":"EUR","items":[{"sku":"s","quantity":3,"unit_price":"0.1"},{"sku":"t","quantity":1,"unit_price":"10"}]}`, i%2)
 			wantStatus(t, e.do("PUT", orderPath(id), tokenAcme, body), http.StatusCreated)
-			e.clock.Advance(time.Millisecond)
+			testdb.Age(t, e.app.DB.Gorm, "orders", time.Millisecond, "tenant_id = ?", "acme")
 		}
 		wantStatus(t, e.do("POST", orderPath(ids[1])+"/submit", tokenAcme, nil), http.StatusOK)
 		list := func(query string) []map[string]any {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -148,15 +147,11 @@ func (a *Adapter) logTransition(ctx context.Context, at *attempt, event string, 
 	if !a.logger.Enabled(ctx, slog.LevelInfo) {
 		return // no key hash and no attributes for a logger that drops them
 	}
-	fp := at.fingerprint
-	if _, sum, ok := strings.Cut(fp, ":"); ok && len(sum) >= 12 {
-		fp = sum[:12]
-	}
 	attrs := append([]slog.Attr{
 		slog.String("tenant", at.id.Tenant),
 		slog.String("operation", at.id.Operation),
 		slog.String("key_sha256", framework.KeyHash(at.id.Key)),
-		slog.String("fingerprint", fp),
+		slog.String("fingerprint", framework.FingerprintPrefix(at.fingerprint)),
 		slog.String("event", event),
 		slog.String("state", string(state)),
 		slog.Int64("attempt", at.number),

@@ -163,6 +163,45 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Di
 		}
 	})
 
+	t.Run("ReadTheDatabaseClock", func(t *testing.T) {
+		// Every kind of read reports the database clock when asked, found
+		// or not, in UTC and in order.
+		t.Parallel()
+		db, rs := setup(t)
+		id := uuid.New()
+		mustInsert(t, db, rs, widget("t1", id, "a", now))
+		insertParts(t, db, rs, id, "x")
+		var last time.Time
+		check := func(name string, p framework.ReadRowParams, tx *gorm.DB, wantFound bool) {
+			t.Helper()
+			var at time.Time
+			p.Dest, p.Now = &Widget{}, &at
+			found, err := rs.Read(ctx, tx, p)
+			if err != nil || found != wantFound {
+				t.Fatalf("%s: Read = %t, %v, want %t", name, found, err, wantFound)
+			}
+			// The database runs beside the test: its clock is the host's,
+			// to well within an hour (a time zone read wrong is hours off).
+			if at.Location() != time.UTC || at.Before(last) || at.Sub(time.Now()).Abs() > time.Hour {
+				t.Fatalf("%s: the database clock read %v, after %v", name, at, last)
+			}
+			last = at
+		}
+		check("a miss", framework.ReadRowParams{Key: key("t1", uuid.New())}, db.Gorm, false)
+		check("another tenant's row", framework.ReadRowParams{Key: key("t2", id)}, db.Gorm, false)
+		check("a row", framework.ReadRowParams{Key: key("t1", id)}, db.Gorm, true)
+		check("a row with its child rows", framework.ReadRowParams{Key: key("t1", id), Preload: preload}, db.Gorm, true)
+		if err := db.Write(ctx, func(tx *gorm.DB) error {
+			check("a miss in a transaction", framework.ReadRowParams{Key: key("t1", uuid.New())}, tx, false)
+			check("a row in a transaction", framework.ReadRowParams{Key: key("t1", id), LiveOnly: true}, tx, true)
+			check("a locked read", framework.ReadRowParams{Key: key("t1", id), ForUpdate: true, Preload: preload}, tx, true)
+			check("a locked miss", framework.ReadRowParams{Key: key("t1", uuid.New()), ForUpdate: true}, tx, false)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("ReadAndLockedRead", func(t *testing.T) {
 		t.Parallel()
 		db, rs := setup(t)
@@ -378,20 +417,23 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Di
 		mustInsert(t, db, rs, widget("t1", live, "b", now))
 		insertParts(t, db, rs, id, "x", "y")
 		insertParts(t, db, rs, live, "x")
-		at := now.Add(time.Hour)
-		if ok, err := rs.Tombstone(ctx, db.Gorm, framework.TombstoneParams{Key: key("t1", id), Version: 7, At: at}); ok || err != nil {
+		if ok, err := rs.Tombstone(ctx, db.Gorm, framework.TombstoneParams{Key: key("t1", id), Version: 7}); ok || err != nil {
 			t.Fatalf("Tombstone fenced on a stale version = %t, %v", ok, err)
 		}
-		if ok, err := rs.Tombstone(ctx, db.Gorm, framework.TombstoneParams{Key: key("t1", id), Version: 1, At: at}); !ok || err != nil {
+		before := clock(t, db, rs)
+		if ok, err := rs.Tombstone(ctx, db.Gorm, framework.TombstoneParams{Key: key("t1", id), Version: 1}); !ok || err != nil {
 			t.Fatalf("Tombstone = %t, %v", ok, err)
 		}
-		if ok, err := rs.Tombstone(ctx, db.Gorm, framework.TombstoneParams{Key: key("t1", id), At: at}); ok || err != nil {
+		after := clock(t, db, rs)
+		if ok, err := rs.Tombstone(ctx, db.Gorm, framework.TombstoneParams{Key: key("t1", id)}); ok || err != nil {
 			t.Fatalf("second Tombstone = %t, %v", ok, err)
 		}
+		// Stamped with the database clock of the statement.
 		got := read(t, db, rs, "t1", id, false)
-		if got.DeletedAt == nil || !got.DeletedAt.Equal(at) || got.Version != 2 || !got.UpdatedAt.Equal(at) {
-			t.Fatalf("tombstone: %+v", got)
+		if got.DeletedAt == nil || got.DeletedAt.Before(before) || got.DeletedAt.After(after) || got.Version != 2 || !got.UpdatedAt.Equal(*got.DeletedAt) {
+			t.Fatalf("tombstone: %+v, want deleted_at = updated_at in [%v, %v]", got, before, after)
 		}
+		at := *got.DeletedAt
 		var w Widget
 		if ok, err := rs.Read(ctx, db.Gorm, framework.ReadRowParams{Key: key("t1", id), Dest: &w, LiveOnly: true}); ok || err != nil {
 			t.Fatalf("LiveOnly read of a tombstone = %t, %v", ok, err)
@@ -415,7 +457,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Di
 		}
 		err := db.Write(ctx, func(tx *gorm.DB) error {
 			ok, err := rs.PurgeTombstone(ctx, tx, framework.PurgeParams{Key: key("t1", id), Children: []framework.ChildTable{parts},
-				DeletedBefore: at})
+				DeletedBefore: at.Add(time.Millisecond)})
 			if err == nil && !ok {
 				err = errors.New("PurgeTombstone of a tombstone purged nothing")
 			}
@@ -451,7 +493,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Di
 		mustInsert(t, db, rs, widget("t2", uuid.New(), "other tenant", now))
 		tomb := widget("t1", uuid.New(), "deleted", now)
 		mustInsert(t, db, rs, tomb)
-		if ok, err := rs.Tombstone(ctx, db.Gorm, framework.TombstoneParams{Key: key("t1", tomb.ID), At: now}); !ok || err != nil {
+		if ok, err := rs.Tombstone(ctx, db.Gorm, framework.TombstoneParams{Key: key("t1", tomb.ID)}); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
 		var all []Widget
@@ -601,6 +643,16 @@ func insertParts(t *testing.T, db *store.DB, rs framework.RowStore, id uuid.UUID
 	if err := rs.InsertChildren(context.Background(), db.Gorm, framework.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id, Rows: &ps}); err != nil {
 		t.Fatalf("InsertChildren: %v", err)
 	}
+}
+
+// clock reads the database clock by a Read that finds no row.
+func clock(t *testing.T, db *store.DB, rs framework.RowStore) time.Time {
+	t.Helper()
+	var now time.Time
+	if ok, err := rs.Read(context.Background(), db.Gorm, framework.ReadRowParams{Key: key("nobody", uuid.New()), Dest: &Widget{}, Now: &now}); ok || err != nil {
+		t.Fatalf("Read of a missing row = %t, %v", ok, err)
+	}
+	return now
 }
 
 func key(tenant string, id uuid.UUID) framework.RowKey {

@@ -20,13 +20,20 @@ import (
 // Dialect is the one seam for the SQL that differs between PostgreSQL and
 // SQLite. Upsert spelling (INSERT … ON CONFLICT DO NOTHING) is the same in
 // both and is written by gorm's clause.OnConflict; what differs is here and
-// in dialect_tx.go: how a write transaction begins with the lock timeout
-// applied to it alone (PostgreSQL's SET LOCAL lock_timeout, SQLite's busy
-// timeout and BEGIN IMMEDIATE), how it commits, and what [New] checks at
-// start-up.
+// in dialect_tx.go: the database clock, how a write transaction begins
+// with the lock timeout applied to it alone (PostgreSQL's SET LOCAL
+// lock_timeout, SQLite's busy timeout and BEGIN IMMEDIATE), how it
+// commits, and what [New] checks at start-up.
 type Dialect interface {
 	// Name is "postgres" or "sqlite"; it is also the migrations folder.
 	Name() string
+	// Now is the database clock as an SQL expression, for the times that
+	// processes whose clocks disagree must judge alike: PostgreSQL's
+	// statement_timestamp() (when the statement arrived, not when a
+	// transaction that may have stalled began), SQLite's 'now' as UTC
+	// text with milliseconds (its clock's precision). Scan its value into
+	// a [DatabaseTime].
+	Now() string
 	// LockRow makes the query q take a row lock (SELECT … FOR UPDATE). On
 	// SQLite every write transaction begins IMMEDIATE and so already holds
 	// the database's write lock: q is returned unchanged.
@@ -47,6 +54,8 @@ var (
 type postgresDialect struct{}
 
 func (postgresDialect) Name() string { return "postgres" }
+
+func (postgresDialect) Now() string { return "statement_timestamp()" }
 
 func (postgresDialect) LockRow(q *gorm.DB) *gorm.DB {
 	return q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
@@ -89,6 +98,8 @@ func (postgresDialect) classify(err error) (lockTimeout, unavailable bool) {
 type sqliteDialect struct{}
 
 func (sqliteDialect) Name() string { return "sqlite" }
+
+func (sqliteDialect) Now() string { return "strftime('%Y-%m-%d %H:%M:%f', 'now')" }
 
 func (sqliteDialect) LockRow(q *gorm.DB) *gorm.DB { return q }
 

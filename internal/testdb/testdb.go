@@ -1,7 +1,7 @@
 // Package testdb gives each test a database of its own: a fresh SQLite file
 // always, and a fresh PostgreSQL schema when TEST_DATABASE_URL is set. Both
 // are removed when the test ends, so tests run in parallel and leave nothing
-// behind.
+// behind. [Age] moves resource rows into the past.
 package testdb
 
 import (
@@ -13,8 +13,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for schema setup
+	"gorm.io/gorm"
 )
 
 // EnvURL names the environment variable holding the PostgreSQL test URL.
@@ -94,4 +97,36 @@ func newSchema(tb testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// Age moves the times the PUT engine stamps on the rows of table that
+// match where (created_at, updated_at and, on a tombstone, deleted_at) d
+// into the past, as if the rows had been written d earlier. The engine
+// judges replay windows and tombstone retention on the database clock, so
+// this is how a test lets them pass without sleeping, and without a clock
+// that production statements would have to carry.
+func Age(tb testing.TB, db *gorm.DB, table string, d time.Duration, where string, args ...any) {
+	tb.Helper()
+	var rows []struct {
+		TenantID  string
+		ID        uuid.UUID
+		CreatedAt time.Time
+		UpdatedAt time.Time
+		DeletedAt *time.Time
+	}
+	if err := db.Table(table).Select("tenant_id, id, created_at, updated_at, deleted_at").Where(where, args...).Scan(&rows).Error; err != nil {
+		tb.Fatalf("testdb: read the times of %s: %v", table, err)
+	}
+	if len(rows) == 0 {
+		tb.Fatalf("testdb: no row of %s matches %q", table, where)
+	}
+	for _, r := range rows {
+		times := map[string]any{"created_at": r.CreatedAt.Add(-d).UTC(), "updated_at": r.UpdatedAt.Add(-d).UTC()}
+		if r.DeletedAt != nil {
+			times["deleted_at"] = r.DeletedAt.Add(-d).UTC()
+		}
+		if err := db.Table(table).Where("tenant_id = ? AND id = ?", r.TenantID, r.ID).Updates(times).Error; err != nil {
+			tb.Fatalf("testdb: age a row of %s: %v", table, err)
+		}
+	}
 }
