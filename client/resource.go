@@ -145,9 +145,13 @@ type ReplaceRequest struct {
 // after a lost answer does not bump the version twice. A 200 (or 201) is
 // the Result.
 //
-// A 412 after an attempt whose answer was lost is not conclusive: that
-// attempt may have applied the replace and moved the ETag on. Replace then
-// returns an [*Error] with Status 412 and OutcomeKnown false: Get the
+// When an attempt's answer was lost after the replace was applied, the
+// retry's If-Match is stale, but its body is the current state: the
+// server converges (200, the current representation, Idempotent-Replayed:
+// true) instead of answering 412. A 412 after a lost answer therefore
+// means that the resource holds something else now (another writer came
+// in between, which may or may not have been after this replace): Replace
+// returns an [*Error] with Status 412 and OutcomeKnown false. Get the
 // resource and compare before trying again.
 func (c *Client) Replace(ctx context.Context, req ReplaceRequest) (*Result, error) {
 	if strings.TrimSpace(req.Collection) == "" || req.ID == uuid.Nil {
@@ -175,6 +179,36 @@ func (c *Client) Replace(ctx context.Context, req ReplaceRequest) (*Result, erro
 	}
 	res.ID = req.ID
 	return res, nil
+}
+
+// Patch sends PATCH {base}{path} with patch as an RFC 7396 merge patch
+// (application/merge-patch+json), with If-Match when ifMatch is not "",
+// retried per [Classify]. A 200 is the Result.
+//
+// A merge patch converges: applied again to its own result it changes
+// nothing, so the server answers the retry of an attempt whose answer was
+// lost with 200 and the current representation (Idempotent-Replayed:
+// true), also when ifMatch went stale because that attempt was applied.
+// Without ifMatch the last writer wins, as for Replace. A 412 after a lost
+// answer means that another write changed the resource since; the Error
+// then has OutcomeKnown false, as for Replace. A patch never creates: an
+// unknown path is a 404 [*Error].
+func (c *Client) Patch(ctx context.Context, path string, patch []byte, ifMatch string) (*Result, error) {
+	if strings.TrimSpace(path) == "" || len(patch) == 0 {
+		return nil, fmt.Errorf("%w: Patch needs a path and a patch", ErrInvalidRequest)
+	}
+	h := c.requestHeader(http.Header{wire.HeaderContentType: {wire.ContentTypeMergePatch}}, patch)
+	if ifMatch != "" {
+		h.Set(wire.HeaderIfMatch, ifMatch)
+	}
+	return c.do(ctx, &attempt{
+		method:      http.MethodPatch,
+		url:         c.base.JoinPath(path).String(),
+		header:      h,
+		body:        patch,
+		log:         slog.String("path", path),
+		conditional: ifMatch != "",
+	})
 }
 
 // Delete sends DELETE {base}{path}, with If-Match when ifMatch is not "",

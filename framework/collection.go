@@ -58,9 +58,9 @@ type Resource[Cmd, Model any] struct {
 	// its child rows). Defaults to the model's JSON preceded by id, status,
 	// version, created_at and updated_at.
 	RenderFunc func(m *Model) any
-	// ReplaceGuardFunc, when set, is asked before a replace with the current
-	// row (without child rows); an error (for example [ErrResourceLocked])
-	// refuses it. Runs under the row lock.
+	// ReplaceGuardFunc, when set, is asked before a replace or a PATCH
+	// with the current row (without child rows for a PUT); an error (for
+	// example [ErrResourceLocked]) refuses it. Runs under the row lock.
 	ReplaceGuardFunc func(m *Model) error
 	// OnCreateFunc, when set, runs inside the insert's transaction, only
 	// when the insert happened: outbox events and audit rows written on tx
@@ -73,7 +73,8 @@ type Resource[Cmd, Model any] struct {
 	OnCreateFunc func(ctx context.Context, tx *gorm.DB, c Change[Model]) error
 	// OnReplaceFunc, when set, runs inside a replace's transaction after the
 	// row and its child rows were written, only when the replace happened
-	// (never for a replay, a convergence or a refusal).
+	// (never for a replay, a convergence or a refusal). A PATCH that
+	// changes the resource is a replace and runs it too.
 	OnReplaceFunc func(ctx context.Context, tx *gorm.DB, c Change[Model]) error
 	// OnStatusFunc, when set, runs inside [Collection.SetStatusTx]'s
 	// transaction, only when the status actually changed.
@@ -94,6 +95,16 @@ type Resource[Cmd, Model any] struct {
 	// Volatile lists dotted JSON paths of command fields left out of the
 	// fingerprint.
 	Volatile []string
+	// CommandFunc returns the command a PUT of m's current state would
+	// carry (m has its child rows): the document a PATCH applies its patch
+	// to. It must depend on m's business columns and child rows alone.
+	// Defaults to the representation (RenderFunc's, or the default one)
+	// decoded into Cmd, members it does not name left out: right whenever
+	// the representation carries every command field under the same JSON
+	// name, as orders and customers do. A command with a field the
+	// representation hides (a secret, a write-only setting) needs its own
+	// CommandFunc, or a PATCH would reset that field.
+	CommandFunc func(m *Model) Cmd
 	// Rows is the SQL seam of the resource table. Defaults to
 	// [NewRowStore] for the engine's dialect.
 	Rows RowStore
@@ -364,6 +375,9 @@ func (c *Collection[Cmd, Model]) decide(p *put[Model], found bool, cur *Model, l
 		sys := any(cur).(Row).SystemColumns()
 		sys.normalize()
 		s.Row = *sys
+		if locked && c.res.ReplaceGuardFunc != nil {
+			s.Guard = c.res.ReplaceGuardFunc(cur)
+		}
 	}
 	return decidePut(s)
 }
@@ -508,13 +522,9 @@ func (c *Collection[Cmd, Model]) insertChildren(ctx context.Context, tx *gorm.DB
 }
 
 // replace writes p's model over the locked row cur, fenced on its version,
-// and replaces its child rows.
+// and replaces its child rows. The replace guard was asked by the
+// decision.
 func (c *Collection[Cmd, Model]) replace(ctx context.Context, tx *gorm.DB, p *put[Model], cur *Model) (Result, error) {
-	if c.res.ReplaceGuardFunc != nil {
-		if err := c.res.ReplaceGuardFunc(cur); err != nil {
-			return Result{}, err
-		}
-	}
 	old := any(cur).(Row).SystemColumns()
 	sys := any(p.model).(Row).SystemColumns()
 	*sys = *old

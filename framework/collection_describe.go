@@ -8,7 +8,8 @@ import (
 
 // Describe returns the descriptions of the routes [Collection.Mount]
 // registers, for an API description (package framework/openapi): PUT, GET,
-// HEAD and DELETE of {BasePath}/{id} and the list GET and HEAD {BasePath}.
+// HEAD and DELETE of {BasePath}/{id}, its PATCH for a create-or-replace
+// resource, and the list GET and HEAD {BasePath}.
 func (c *Collection[Cmd, Model]) Describe() []RouteDescription {
 	name, base := c.res.Name, c.res.BasePath
 	item := base + "/{id}"
@@ -34,7 +35,8 @@ func (c *Collection[Cmd, Model]) Describe() []RouteDescription {
 		put.Summary = "Create a " + name + " resource"
 		put.Problems = append(put.Problems, CodeIdempotencyKeyReuse)
 	} else {
-		put.Description += " A different body replaces the resource (200, version + 1)."
+		put.Description += " A different body replaces the resource (200, version + 1). With If-Match, a stale ETag is " +
+			"412 unless the body is already the current state (the retry of a replace whose answer was lost): 200, nothing written."
 	}
 	if c.res.ReplaceGuardFunc != nil {
 		put.Problems = append(put.Problems, CodeResourceLocked)
@@ -84,7 +86,35 @@ func (c *Collection[Cmd, Model]) Describe() []RouteDescription {
 	headList := list
 	headList.Method, headList.OperationID, headList.Summary = http.MethodHead, name+".list_head", "The headers of the list"
 	headList.Responses = []ResponseDescription{{Status: http.StatusOK, Description: "The headers of a page"}}
-	return []RouteDescription{put, get, head, del, list, headList}
+	routes := []RouteDescription{put, get, head, del, list, headList}
+	if c.res.Mode == CreateOrReplace {
+		routes = append(routes, c.describePatch(id))
+	}
+	return routes
+}
+
+// describePatch describes the PATCH [Collection.Mount] derives.
+func (c *Collection[Cmd, Model]) describePatch(id ParamDescription) RouteDescription {
+	name := c.res.Name
+	d := RouteDescription{
+		Method: http.MethodPatch, Path: c.res.BasePath + "/{id}", OperationID: name + ".patch", Tags: []string{name},
+		Summary: "Patch a " + name + " resource",
+		Description: "Applies a merge patch (RFC 7396: application/merge-patch+json, or application/json; null removes an optional " +
+			"member, an array is replaced whole) or a JSON Patch (RFC 6902: application/json-patch+json, If-Match required, else " +
+			"428 precondition_required) to the body a PUT of the current state would carry. The result is validated as a PUT " +
+			"body and written as a replace (200, version + 1). A result equal to the current state writes nothing (200, " +
+			"Idempotent-Replayed: true), even when If-Match is stale: the retry of a PATCH whose answer was lost converges. " +
+			"A stale If-Match whose result differs is 412. A PATCH never creates: 404 for an unknown ID, 410 for a deleted one.",
+		PathParams: []ParamDescription{id}, Request: reflect.TypeFor[Cmd](), Patch: true, IfMatch: true, Authenticated: true,
+		Responses: []ResponseDescription{{Status: http.StatusOK, Description: "Patched, or already in the patched state",
+			Body: c.representation(), Headers: []string{HeaderIdempotentReplayed, "ETag"}}},
+		Problems: append(WriteProblems(), CodeInvalidResourceID, CodeNotFound, CodePreconditionFailed,
+			CodePreconditionRequired, CodeResourceDeleted),
+	}
+	if c.res.ReplaceGuardFunc != nil {
+		d.Problems = append(d.Problems, CodeResourceLocked)
+	}
+	return d
 }
 
 // DescribeLegacyPOST returns the description of the route

@@ -16,6 +16,8 @@ import (
 // [RequireAuth]:
 //
 //	PUT    /{name}/:id   create, converge or replace (If-Match, If-None-Match: *)
+//	PATCH  /{name}/:id   merge patch or JSON Patch, written as a replace (If-Match);
+//	                     create-or-replace resources only
 //	GET    /{name}/:id   the representation and its ETag (If-None-Match → 304)
 //	HEAD   /{name}/:id   the same without a body
 //	DELETE /{name}/:id   tombstone (If-Match)
@@ -24,6 +26,9 @@ import (
 func (c *Collection[Cmd, Model]) Mount(g gin.IRouter) {
 	base := "/" + c.res.Name
 	g.PUT(base+"/:id", c.handlePut)
+	if c.res.Mode == CreateOrReplace {
+		g.PATCH(base+"/:id", c.handlePatch)
+	}
 	g.GET(base+"/:id", c.handleGet)
 	g.HEAD(base+"/:id", c.handleGet)
 	g.DELETE(base+"/:id", c.handleDelete)
@@ -94,16 +99,49 @@ func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, sta
 		c.fail(g, pattern, err)
 		return
 	}
+	c.written(g, pattern, start, req.Tenant, req.ID, res, key)
+}
+
+// handlePatch reads the patch document, runs the PATCH and writes the
+// reply. The media type is checked before the body is read.
+func (c *Collection[Cmd, Model]) handlePatch(g *gin.Context) {
+	start := time.Now()
+	tenant, id, ok := c.target(g, "patch")
+	if !ok {
+		return
+	}
+	req := PatchRequest{Tenant: tenant, ID: id, ContentType: g.GetHeader("Content-Type"), Header: g.Request.Header}
+	if _, err := parsePatchFormat(req.ContentType); err != nil {
+		c.fail(g, "patch", err)
+		return
+	}
+	body, err := c.engine.binder.ReadBody(g.Request)
+	if err != nil {
+		c.fail(g, "patch", err)
+		return
+	}
+	req.Patch = body
+	res, err := c.Patch(g.Request.Context(), req)
+	if err != nil {
+		c.fail(g, "patch", err)
+		return
+	}
+	c.written(g, "patch", start, tenant, id, res, "")
+}
+
+// written counts, traces and logs a write that succeeded and sends its
+// reply, with the legacy POST's key echoed when key is not "".
+func (c *Collection[Cmd, Model]) written(g *gin.Context, pattern string, start time.Time, tenant string, id uuid.UUID, res Result, key string) {
 	c.engine.metrics.Requests.WithLabelValues(pattern, c.res.Name, res.Outcome).Inc()
 	// The key a retry repeats: the Idempotency-Key (legacy POST) or the
 	// resource ID (PUT).
-	retryKey := cmp.Or(key, req.ID.String())
+	retryKey := cmp.Or(key, id.String())
 	TraceOutcome(g.Request.Context(), pattern, c.res.Name, res.Outcome, retryKey)
 	if c.engine.logger.Enabled(g.Request.Context(), slog.LevelInfo) {
 		// The fields of the POST fallback's events, and the ID.
 		c.engine.logger.LogAttrs(g.Request.Context(), slog.LevelInfo, "resource write",
-			slog.String("pattern", pattern), slog.String("tenant", req.Tenant), slog.String("operation", c.res.Name),
-			slog.String("key_sha256", KeyHash(retryKey)), slog.String("id", req.ID.String()),
+			slog.String("pattern", pattern), slog.String("tenant", tenant), slog.String("operation", c.res.Name),
+			slog.String("key_sha256", KeyHash(retryKey)), slog.String("id", id.String()),
 			slog.String("fingerprint", FingerprintPrefix(res.Fingerprint)), slog.String("outcome", res.Outcome),
 			slog.Bool("replayed", res.Replayed), slog.Int("status", res.Status), slog.Duration("duration", time.Since(start)))
 	}

@@ -358,8 +358,8 @@ func TestCreateOnlyRefusesADifferentBody(t *testing.T) {
 	})
 }
 
-// TestTransactionalTwinsRollBackWithTheCaller: PutTx, DeleteTx and
-// SetStatusTx write nothing when the caller's transaction rolls back.
+// TestTransactionalTwinsRollBackWithTheCaller: PutTx, PatchTx, DeleteTx
+// and SetStatusTx write nothing when the caller's transaction rolls back.
 func TestTransactionalTwinsRollBackWithTheCaller(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
@@ -384,6 +384,11 @@ func TestTransactionalTwinsRollBackWithTheCaller(t *testing.T) {
 
 		wantStatus(t, h.do("PUT", invoicePath(id), "tok1", invoiceBody("a", 1)), http.StatusCreated)
 		err = h.db.Write(ctx, func(tx *gorm.DB) error {
+			res, err := h.col.PatchTx(ctx, tx, framework.PatchRequest{Tenant: "t1", ID: id, ContentType: framework.ContentTypeMergePatch,
+				Patch: []byte(`{"customer":"b"}`), Header: http.Header{}})
+			if err != nil || res.Status != http.StatusOK || !bytes.Contains(res.Body, []byte(`"version":2`)) {
+				t.Fatalf("PatchTx: %+v %v", res, err)
+			}
 			if _, err := h.col.SetStatusTx(ctx, tx, "t1", id, "sent"); err != nil {
 				t.Fatalf("SetStatusTx: %v", err)
 			}
@@ -395,7 +400,7 @@ func TestTransactionalTwinsRollBackWithTheCaller(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Fatalf("Write = %v", err)
 		}
-		if r := h.row(id); r.Status != "draft" || r.Version != 1 || r.DeletedAt != nil {
+		if r := h.row(id); r.Status != "draft" || r.Version != 1 || r.DeletedAt != nil || r.Customer != "a" {
 			t.Fatalf("twins survived the rollback: %+v", r)
 		}
 	})

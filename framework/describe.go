@@ -31,6 +31,11 @@ type RouteDescription struct {
 	// whose validate tags become the schema's constraints); nil when the
 	// route takes no body.
 	Request reflect.Type
+	// Patch says the body is a patch of a Request rather than a Request:
+	// an RFC 7396 merge patch (application/merge-patch+json or
+	// application/json) or an RFC 6902 JSON Patch
+	// (application/json-patch+json).
+	Patch bool
 	// IdempotencyKey says whether the route reads an Idempotency-Key
 	// (or X-Idempotency-Key) header.
 	IdempotencyKey KeyUse

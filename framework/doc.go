@@ -22,9 +22,26 @@
 // every statement on resource rows goes through the
 // [RowStore] seam, whose contract suite is framework/rowstoretest. Every
 // write has a transactional twin ([Collection.PutTx],
-// [Collection.DeleteTx], [Collection.SetStatusTx]).
+// [Collection.PatchTx], [Collection.DeleteTx], [Collection.SetStatusTx]).
 // [Collection.MountLegacyPOST] serves an old POST endpoint through the
 // same engine while clients move to PUT.
+//
+// A conditional write converges: a PUT or PATCH whose If-Match is stale
+// but whose result is already the current state (its fingerprint is the
+// one stored with the current version) is answered 200 with the current
+// representation and writes nothing, because it is the retry of a write
+// whose answer was lost; a stale If-Match whose result differs stays 412.
+//
+// Every create-or-replace resource also gets PATCH /{name}/{id}
+// ([Collection.Patch], [Collection.PatchTx]), derived from its PUT: a merge
+// patch (RFC 7396; [ContentTypeMergePatch] or application/json) or a JSON
+// Patch (RFC 6902; [ContentTypeJSONPatch], If-Match required, else 428
+// precondition_required) is applied to the command a PUT of the current
+// state would carry ([Resource.CommandFunc], which defaults to the
+// representation decoded into the command), the result is bound and
+// validated by [Bind] exactly as a PUT body, and it is written by the
+// replace path, under the row lock: the same guard, versions, ETags,
+// fingerprints and [Resource.OnReplaceFunc]. A PATCH never creates.
 //
 // Routes describe themselves for machine-readable API descriptions with
 // [RouteDescription] values ([Collection.Describe],

@@ -31,6 +31,7 @@ const (
 	CodeResourceLocked        = wire.CodeResourceLocked
 	CodeResourceDeleted       = wire.CodeResourceDeleted
 	CodePreconditionFailed    = wire.CodePreconditionFailed
+	CodePreconditionRequired  = wire.CodePreconditionRequired
 	CodePayloadTooLarge       = wire.CodePayloadTooLarge
 	CodeUnsupportedMediaType  = wire.CodeUnsupportedMediaType
 	CodeIdempotencyKeyReuse   = wire.CodeIdempotencyKeyReuse
@@ -193,6 +194,7 @@ var (
 	ErrResourceLocked        = &Error{Code: CodeResourceLocked}
 	ErrResourceDeleted       = &Error{Code: CodeResourceDeleted}
 	ErrPreconditionFailed    = &Error{Code: CodePreconditionFailed}
+	ErrPreconditionRequired  = &Error{Code: CodePreconditionRequired}
 	ErrPayloadTooLarge       = &Error{Code: CodePayloadTooLarge}
 	ErrUnsupportedMediaType  = &Error{Code: CodeUnsupportedMediaType}
 	ErrIdempotencyKeyReuse   = &Error{Code: CodeIdempotencyKeyReuse}

@@ -20,7 +20,7 @@ const (
 
 // Metrics are the Prometheus collectors shared by both patterns.
 type Metrics struct {
-	// Requests counts writes by pattern ("put", "post", "legacy_post"),
+	// Requests counts writes by pattern ("put", "patch", "post", "legacy_post"),
 	// operation and outcome.
 	Requests *prometheus.CounterVec
 	// LegacyRequests counts calls of legacy POST routes by tenant and

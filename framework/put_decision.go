@@ -53,6 +53,15 @@ type putState struct {
 	// the replay window and the tombstone retention alike (DESIGN §3).
 	DBNow     time.Time
 	Retention Retention
+
+	// Patch marks a PATCH, whose Fingerprint is that of the command its
+	// result would be as a PUT body: it acts on an existing resource only
+	// (no row: 404; a tombstone: 410) and is never a create's replay.
+	Patch bool
+	// Guard is the replace guard's answer for the locked Row
+	// ([Resource.ReplaceGuardFunc], for example resource_locked); nil when
+	// a replace is allowed or the row is not locked.
+	Guard error
 }
 
 // putDecision is the outcome of [decidePut].
@@ -68,12 +77,18 @@ type putDecision struct {
 // is pure: the engine reads, calls it, and carries the decision out.
 func decidePut(s putState) putDecision {
 	if !s.Exists {
+		if s.Patch {
+			return refuse(Errorf(CodeNotFound, "no such resource; a PATCH never creates one"))
+		}
 		if s.IfMatch != "" {
 			return refuse(Errorf(CodePreconditionFailed, "If-Match given but the resource does not exist"))
 		}
 		return putDecision{Action: actInsert}
 	}
 	r := &s.Row
+	if r.DeletedAt != nil && s.Patch {
+		return refuse(Errorf(CodeResourceDeleted, "the resource was deleted; a PATCH cannot bring it back"))
+	}
 	if r.DeletedAt != nil {
 		if s.Purged || s.Retention.TombstoneLive(*r.DeletedAt, s.DBNow) {
 			return refuse(Errorf(CodeResourceDeleted, "the resource was deleted; its ID cannot be used again"))
@@ -93,10 +108,22 @@ func decidePut(s putState) putDecision {
 			d.Action = actReplyCurrent
 		}
 		return d
-	case s.IfMatch != "" && !etagMatches(s.IfMatch, r.ETag()):
+	// A stale If-Match whose write would leave the resource as it is
+	// converges below: it is the retry of a write whose answer was lost,
+	// and its goal is reached.
+	case s.IfMatch != "" && !etagMatches(s.IfMatch, r.ETag()) && r.Fingerprint != s.Fingerprint:
 		return refuse(Errorf(CodePreconditionFailed, "If-Match does not match the current ETag %s", r.ETag()))
 	case r.Fingerprint == s.Fingerprint:
 		switch {
+		// A conditional write or a PATCH created nothing, so it is never
+		// answered 201; the current version holds what its command wrote:
+		// a replay, or (If-Match stale) a convergence.
+		case s.IfMatch != "" || s.Patch:
+			d := putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: OutcomeReplayed}
+			if s.IfMatch != "" && !etagMatches(s.IfMatch, r.ETag()) {
+				d.Outcome = OutcomeConverged
+			}
+			return d
 		// The body is still the creating one (a status change bumps the
 		// version, not the body): a retry of the create within the window
 		// is its replay, 201.
@@ -111,6 +138,8 @@ func decidePut(s putState) putDecision {
 		return refuse(Errorf(CodeIdempotencyKeyReuse, "the resource exists with a different body and cannot be replaced"))
 	case !s.Locked:
 		return putDecision{Action: actLock}
+	case s.Guard != nil:
+		return refuse(s.Guard)
 	}
 	return putDecision{Action: actReplace, Status: http.StatusOK, Outcome: OutcomeExecuted}
 }

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -62,12 +63,19 @@ func TestDecidePut(t *testing.T) {
 			want{action: actReplace, status: http.StatusOK, outcome: OutcomeExecuted}},
 		{"If-Match: * on an existing row, locked: replace", putState{Fingerprint: fpB, IfMatch: "*", Exists: true, Row: fresh, Locked: true},
 			want{action: actReplace, status: http.StatusOK, outcome: OutcomeExecuted}},
-		{"different body, stale If-Match: 412", putState{Fingerprint: fpB, IfMatch: freshTag, Exists: true, Row: replaced},
+		{"different body, stale If-Match: 412", putState{Fingerprint: fpC, IfMatch: freshTag, Exists: true, Row: replaced},
 			want{action: actRefuse, code: CodePreconditionFailed}},
 		{"weak If-Match never matches: 412", putState{Fingerprint: fpB, IfMatch: "W/" + freshTag, Exists: true, Row: fresh},
 			want{action: actRefuse, code: CodePreconditionFailed}},
-		{"same body, stale If-Match: 412", putState{Fingerprint: fpB, IfMatch: freshTag, Exists: true, Row: replaced},
-			want{action: actRefuse, code: CodePreconditionFailed}},
+		{"same body, stale If-Match: 200 converged, nothing written", putState{Fingerprint: fpB, IfMatch: freshTag, Exists: true, Row: replaced},
+			want{action: actReply, status: http.StatusOK, replayed: true, outcome: OutcomeConverged}},
+		{"creating body, current If-Match: 200, never 201", putState{Fingerprint: fpA, IfMatch: freshTag, Exists: true, Row: fresh},
+			want{action: actReply, status: http.StatusOK, replayed: true, outcome: OutcomeReplayed}},
+		{"PATCH of a new ID: 404", putState{Fingerprint: fpA, Patch: true}, want{action: actRefuse, code: CodeNotFound}},
+		{"PATCH of an expired tombstone: 410, never a purge", putState{Fingerprint: fpA, Patch: true, Exists: true, Row: deleted(fresh, 31*24*time.Hour)},
+			want{action: actRefuse, code: CodeResourceDeleted}},
+		{"PATCH whose result is the creating body: 200, never 201", putState{Fingerprint: fpA, Patch: true, Exists: true, Row: fresh, Locked: true},
+			want{action: actReply, status: http.StatusOK, replayed: true, outcome: OutcomeReplayed}},
 		{"the deleted incarnation's ETag on a re-created ID (same body, same version): 412", putState{Fingerprint: fpB,
 			IfMatch: freshTag, Exists: true, Row: reborn},
 			want{action: actRefuse, code: CodePreconditionFailed}},
@@ -124,6 +132,67 @@ func TestDecidePut(t *testing.T) {
 				t.Fatalf("decidePut = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDecidePutConverges is the converge rule of conditional writes
+// (DESIGN §5.1) over every combination, for PUT and PATCH, as decided under
+// the row lock: a stale If-Match whose result is the current state is
+// answered with it (200, nothing written); one whose result differs is
+// 412; the replace guard and tombstones refuse whatever the If-Match.
+func TestDecidePutConverges(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	const fpA, fpB, fpC = "v1:" + "aaaaaaaa", "v1:" + "bbbbbbbb", "v1:" + "cccccccc"
+	// The row after one replace: version 2 holds fpB.
+	row := System{Version: 2, CreateFingerprint: fpA, Fingerprint: fpB, CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Minute)}
+	stale := System{Version: 1, Fingerprint: fpA}
+	staleTag := stale.ETag()
+	locked := Errorf(CodeResourceLocked, "submitted")
+	for _, method := range []string{"PUT", "PATCH"} {
+		for _, state := range []string{"draft", "locked", "deleted"} {
+			for _, ifMatch := range []string{"fresh", "stale"} {
+				for _, result := range []string{"equal", "different"} {
+					name := method + "/" + state + "/" + ifMatch + "/" + result
+					in := putState{Fingerprint: fpB, IfMatch: row.ETag(), Patch: method == "PATCH", Exists: true, Row: row,
+						Locked: true, DBNow: now, Retention: DefaultRetention()}
+					if state == "locked" {
+						in.Guard = locked
+					}
+					if state == "deleted" {
+						at := now.Add(-time.Minute)
+						in.Row.DeletedAt = &at
+					}
+					if ifMatch == "stale" {
+						in.IfMatch = staleTag
+					}
+					if result == "different" {
+						in.Fingerprint = fpC
+					}
+					var want putDecision
+					switch {
+					case state == "deleted":
+						want = putDecision{Action: actRefuse, Err: ErrResourceDeleted}
+					case result == "equal" && ifMatch == "stale":
+						want = putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: OutcomeConverged}
+					case result == "equal":
+						want = putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: OutcomeReplayed}
+					case ifMatch == "stale":
+						want = putDecision{Action: actRefuse, Err: ErrPreconditionFailed}
+					case state == "locked":
+						want = putDecision{Action: actRefuse, Err: ErrResourceLocked}
+					default:
+						want = putDecision{Action: actReplace, Status: http.StatusOK, Outcome: OutcomeExecuted}
+					}
+					got := decidePut(in)
+					if got.Action != want.Action || got.Status != want.Status || got.Replayed != want.Replayed ||
+						got.Outcome != want.Outcome || (want.Err == nil) != (got.Err == nil) ||
+						(want.Err != nil && !errors.Is(got.Err, want.Err)) {
+						t.Errorf("%s: decidePut = %+v, want %+v", name, got, want)
+					}
+				}
+			}
+		}
 	}
 }
 

@@ -55,7 +55,7 @@ func TraceRequests(tp trace.TracerProvider) gin.HandlerFunc {
 }
 
 // TraceOutcome sets the attributes of an idempotent write on the span in
-// ctx (the request's): pattern ("put", "post", "legacy_post"), operation,
+// ctx (the request's): pattern ("put", "patch", "post", "legacy_post"), operation,
 // outcome ([OutcomeExecuted], [OutcomeReplayed], [OutcomeConverged]; every
 // other metrics outcome is reported as "refused") and the key's hash.
 func TraceOutcome(ctx context.Context, pattern, operation, outcome, key string) {

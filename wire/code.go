@@ -26,6 +26,7 @@ const (
 	CodeResourceLocked        Code = "resource_locked"
 	CodeResourceDeleted       Code = "resource_deleted"
 	CodePreconditionFailed    Code = "precondition_failed"
+	CodePreconditionRequired  Code = "precondition_required"
 	CodePayloadTooLarge       Code = "payload_too_large"
 	CodeUnsupportedMediaType  Code = "unsupported_media_type"
 	CodeIdempotencyKeyReuse   Code = "idempotency_key_reuse"
@@ -66,6 +67,9 @@ var generic = [...]CodeInfo{
 	{CodeResourceLocked, http.StatusConflict, "Resource locked", false},
 	{CodeResourceDeleted, http.StatusGone, "Resource deleted", false},
 	{CodePreconditionFailed, http.StatusPreconditionFailed, "Precondition failed", false},
+	// A PATCH format whose operations do not converge on retry (JSON
+	// Patch) sent without If-Match: the same request fails again.
+	{CodePreconditionRequired, http.StatusPreconditionRequired, "Precondition required", false},
 	{CodePayloadTooLarge, http.StatusRequestEntityTooLarge, "Payload too large", false},
 	{CodeUnsupportedMediaType, http.StatusUnsupportedMediaType, "Unsupported media type", false},
 	{CodeIdempotencyKeyReuse, http.StatusUnprocessableEntity, "Idempotency key reuse", false},

@@ -45,4 +45,11 @@ const (
 	ContentTypeJSON = "application/json"
 	// ContentTypeProblem is the media type of RFC 9457 problem details.
 	ContentTypeProblem = "application/problem+json"
+	// ContentTypeMergePatch is an RFC 7396 JSON merge patch, the PATCH
+	// body that converges on retry (application/json is read as one too).
+	ContentTypeMergePatch = "application/merge-patch+json"
+	// ContentTypeJSONPatch is an RFC 6902 JSON Patch: its relative
+	// operations do not converge on retry, so a PATCH in it needs
+	// If-Match (else 428 precondition_required).
+	ContentTypeJSONPatch = "application/json-patch+json"
 )

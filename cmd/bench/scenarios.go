@@ -41,6 +41,11 @@ func putOrder(id uuid.UUID) request {
 	return request{method: http.MethodPut, path: "/v1/orders/" + id.String(), body: orderBody}
 }
 
+// patchOrder is a merge patch of an order (application/json is one).
+func patchOrder(id uuid.UUID, patch []byte) request {
+	return request{method: http.MethodPatch, path: "/v1/orders/" + id.String(), body: patch}
+}
+
 // key is unique per scenario run, client and request.
 func (cl *client) key(prefix string) string {
 	return prefix + "-" + cl.run + "-" + strconv.Itoa(cl.id) + "-" + strconv.Itoa(cl.n)
@@ -55,22 +60,28 @@ func scenarios() []*scenario {
 	var (
 		naiveIDs     []string
 		orderIDs     []uuid.UUID
+		patchIDs     []uuid.UUID
 		legacyKeys   []string
 		transferReqs []request
 		paymentKeys  []string
 	)
 	pick := func(cl *client, n int) int { return (cl.id*7919 + cl.n) % n }
-	// put-replay and get share their orders.
-	prepareOrders := func(ctx context.Context, l *loader, n int) error {
-		for len(orderIDs) < n {
-			id := uuid.New()
-			if err := l.must(ctx, putOrder(id), http.StatusCreated); err != nil {
-				return err
+	// createOrders creates orders through the API until ids holds n.
+	createOrders := func(ids *[]uuid.UUID) func(ctx context.Context, l *loader, n int) error {
+		return func(ctx context.Context, l *loader, n int) error {
+			for len(*ids) < n {
+				id := uuid.New()
+				if err := l.must(ctx, putOrder(id), http.StatusCreated); err != nil {
+					return err
+				}
+				*ids = append(*ids, id)
 			}
-			orderIDs = append(orderIDs, id)
+			return nil
 		}
-		return nil
 	}
+	// put-replay, patch-replay and get share their orders, which none of
+	// them changes; patch changes its own.
+	prepareOrders := createOrders(&orderIDs)
 	return []*scenario{
 		{
 			name: "naive", about: "gin + gorm db.Create of the order and its items in gorm's default transaction, no idempotency",
@@ -100,6 +111,20 @@ func scenarios() []*scenario {
 			name: "put-replay", about: "the same PUT again (within the replay window)",
 			prepare: prepareOrders,
 			next:    func(cl *client) request { return putOrder(orderIDs[pick(cl, len(orderIDs))]) },
+		},
+		{
+			name: "patch", about: "PATCH /v1/orders/{id} with a merge patch that changes the note: a locked read and a replace",
+			prepare: createOrders(&patchIDs),
+			next: func(cl *client) request {
+				return patchOrder(patchIDs[pick(cl, len(patchIDs))], []byte(`{"note":"`+cl.key("patch")+`"}`))
+			},
+		},
+		{
+			name: "patch-replay", about: "a PATCH whose result is the current state: a locked read, nothing written",
+			prepare: prepareOrders,
+			next: func(cl *client) request {
+				return patchOrder(orderIDs[pick(cl, len(orderIDs))], []byte(`{"note":"bench"}`))
+			},
 		},
 		{
 			name: "get", about: "GET /v1/orders/{id}",

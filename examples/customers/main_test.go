@@ -102,13 +102,34 @@ func TestCustomers(t *testing.T) {
 		if status != http.StatusOK || !bytes.Contains(replaced, []byte(`"version":2`)) {
 			t.Fatalf("replace: %d %s", status, replaced)
 		}
-		do(t, srv, "PUT", "/v1/customers/"+uuid.NewString(), "tok_a", `{"name":"Bob","email":"bob@example.com"}`)
+		bob := "/v1/customers/" + uuid.NewString()
+		do(t, srv, "PUT", bob, "tok_a", `{"name":"Bob","email":"bob@example.com"}`)
 		status, _, list := do(t, srv, "GET", "/v1/customers?email=ada@example.com", "tok_a", "")
 		var page struct {
 			Items []json.RawMessage `json:"items"`
 		}
 		if err := json.Unmarshal(list, &page); err != nil || status != http.StatusOK || len(page.Items) != 1 || !bytes.Equal(page.Items[0], replaced) {
 			t.Fatalf("filtered list: %d %s", status, list)
+		}
+		// The PATCH the framework derives from the PUT: a merge patch of
+		// the customer's PUT body (no Content-Type is a merge patch), its
+		// result validated, normalized and written as a replace.
+		status, _, patched := do(t, srv, "PATCH", bob, "tok_a", `{"plan":"pro"}`)
+		if status != http.StatusOK || !bytes.Contains(patched, []byte(`"plan":"pro"`)) || !bytes.Contains(patched, []byte(`"version":2`)) {
+			t.Fatalf("patch: %d %s", status, patched)
+		}
+		// A patch that takes another customer's email gets the answer a PUT
+		// of its result gets, and stores nothing.
+		putStatus, _, putBody := do(t, srv, "PUT", bob, "tok_a", `{"name":"Bob","email":"ada@example.com","plan":"pro"}`)
+		patchStatus, _, patchBody := do(t, srv, "PATCH", bob, "tok_a", `{"email":"Ada@Example.com"}`)
+		if putStatus != http.StatusBadRequest || patchStatus != putStatus || !bytes.Equal(patchBody, putBody) {
+			t.Fatalf("the email collision: PUT %d %s, PATCH %d %s", putStatus, putBody, patchStatus, patchBody)
+		}
+		if n := count("email = ?", "bob@example.com"); n != 1 {
+			t.Fatalf("the refused patch changed Bob's email: %d rows keep it", n)
+		}
+		if status, _, body := do(t, srv, "GET", bob, "tok_a", ""); status != http.StatusOK || !bytes.Equal(body, patched) {
+			t.Fatalf("Bob after the refused patch: %d %s, want %s", status, body, patched)
 		}
 		if status, _, _ := do(t, srv, "DELETE", path, "tok_a", ""); status != http.StatusNoContent {
 			t.Fatalf("delete: %d", status)

@@ -191,13 +191,22 @@ func (c components) operation(r framework.RouteDescription) (*openapi3.Operation
 	}
 	if r.IfMatch {
 		op.AddParameter(openapi3.NewHeaderParameter("If-Match").WithSchema(&openapi3.Schema{Type: types("string")}).
-			WithDescription("Apply only if the resource's current ETag is one of these (or `*`); else 412 precondition_failed."))
+			WithDescription("Apply only if the resource's current ETag is one of these (or `*`); else 412 precondition_failed, " +
+				"unless the write's result is already the current state (200, nothing written)."))
 	}
 	if r.IfNoneMatch {
 		op.AddParameter(openapi3.NewHeaderParameter("If-None-Match").WithSchema(&openapi3.Schema{Type: types("string")}).
 			WithDescription("`*`: create only. An existing resource created by the same request is replayed (201, Idempotent-Replayed); any other is 412 precondition_failed."))
 	}
-	if r.Request != nil {
+	switch {
+	case r.Request != nil && r.Patch:
+		merge := openapi3.NewMediaType().WithSchema(mergePatchSchema(schemaFor(r.Request, inbound)))
+		body := openapi3.NewRequestBody().WithRequired(true).WithDescription(
+			"A merge patch (RFC 7396) of the PUT body, or a JSON Patch (RFC 6902) of it; the result must be a valid PUT body.")
+		body.Content = openapi3.Content{framework.ContentTypeMergePatch: merge, "application/json": merge,
+			framework.ContentTypeJSONPatch: openapi3.NewMediaType().WithSchema(jsonPatchSchema())}
+		op.RequestBody = &openapi3.RequestBodyRef{Value: body}
+	case r.Request != nil:
 		op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).
 			WithJSONSchemaRef(c.body(r.Request, inbound))}
 	}

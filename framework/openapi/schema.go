@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -246,4 +247,45 @@ func applyRules(s *openapi3.Schema, rules []string) {
 	if len(custom) > 0 {
 		s.Description = strings.TrimSpace(s.Description + " Also checked by the server: " + strings.Join(custom, ", ") + ".")
 	}
+}
+
+// mergePatchSchema is the schema of an RFC 7396 merge patch of a document
+// of schema s: every member optional and nullable (null removes it), and
+// an object member a merge patch of its own schema; arrays and other
+// values are replaced whole, so they keep s's schema.
+func mergePatchSchema(s *openapi3.Schema) *openapi3.Schema {
+	out := *s
+	out.Required = nil
+	if len(s.Properties) == 0 {
+		return &out
+	}
+	out.Properties = make(openapi3.Schemas, len(s.Properties))
+	for name, prop := range s.Properties {
+		p := *prop.Value
+		if p.Type != nil && p.Type.Is("object") {
+			p = *mergePatchSchema(&p)
+		}
+		if p.Type != nil && !p.Type.Includes("null") {
+			p.Type = types(append(p.Type.Slice(), "null")...)
+		}
+		if len(p.Enum) > 0 {
+			p.Enum = append(slices.Clone(p.Enum), nil)
+		}
+		out.Properties[name] = openapi3.NewSchemaRef("", &p)
+	}
+	return &out
+}
+
+// jsonPatchSchema is the schema of an RFC 6902 JSON Patch document.
+func jsonPatchSchema() *openapi3.Schema {
+	str := openapi3.NewSchemaRef("", &openapi3.Schema{Type: types("string")})
+	op := &openapi3.Schema{Type: types("object"), Required: []string{"op", "path"},
+		Properties: openapi3.Schemas{
+			"op":    openapi3.NewSchemaRef("", &openapi3.Schema{Type: types("string"), Enum: []any{"add", "remove", "replace", "move", "copy", "test"}}),
+			"path":  str,
+			"from":  str,
+			"value": openapi3.NewSchemaRef("", &openapi3.Schema{}),
+		}}
+	return &openapi3.Schema{Type: types("array"), Items: openapi3.NewSchemaRef("", op),
+		Description: "RFC 6902 operations, applied in order."}
 }
