@@ -99,7 +99,8 @@
 // every phase are child spans of the request's.
 //
 // [Endpoint.Describe] describes a registered operation (key policy,
-// replayed rejections, outcome_pending for phased operations) for
+// replayed rejections, outcome_pending for phased operations, the other
+// answers it declares in [Operation.Problems], its path parameters) for
 // framework/openapi.
 //
 // # Records, the database clock and fencing

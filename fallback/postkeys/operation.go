@@ -117,6 +117,14 @@ type Operation[Cmd any] struct {
 	// business writes of a rejected request. Any other error is not stored.
 	// Defaults to none.
 	RejectionCodes []framework.Code
+	// Problems lists the other problem codes ExecuteFunc, RunFunc or
+	// ReconcileFunc may return, which are answered but not stored: a
+	// not_found for a path parameter that names no resource, a retryable
+	// code of the application's own. The API description lists them with
+	// RejectionCodes and the codes the framework answers itself
+	// ([Endpoint.Describe]). Each must be registered on the engine.
+	// Defaults to none.
+	Problems []framework.Code
 	// ExecuteFunc runs a Local operation inside the claim's transaction tx;
 	// its writes commit together with the record. Required for Local.
 	ExecuteFunc func(ctx context.Context, tx *gorm.DB, req Request[Cmd]) (Response, error)
@@ -164,6 +172,7 @@ type operation struct {
 	semantic   []string
 	volatile   []string
 	rejections map[framework.Code]bool
+	problems   []framework.Code
 	bind       func(body []byte) (any, error)
 	execute    func(ctx context.Context, tx *gorm.DB, at *attempt) (Response, error)
 	run        func(ctx context.Context, at *attempt) (Response, error)
@@ -229,10 +238,16 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 		}
 		rejections[code] = true
 	}
+	for _, code := range op.Problems {
+		if _, ok := a.engine.Codes().Lookup(code); !ok {
+			return nil, fmt.Errorf("postkeys: operation %q: %w: %q (register it with Engine.RegisterCodes before declaring the operation)",
+				op.Name, framework.ErrCodeUnregistered, code)
+		}
+	}
 	in := &operation{
 		name: op.Name, mode: op.Mode, keyPolicy: op.KeyPolicy,
 		semantic: append([]string(nil), op.SemanticHeaders...), volatile: append([]string(nil), op.Volatile...),
-		rejections: rejections, render: op.RenderFunc, claimInFirstPhase: op.ClaimInFirstPhase,
+		rejections: rejections, problems: append([]framework.Code(nil), op.Problems...), render: op.RenderFunc, claimInFirstPhase: op.ClaimInFirstPhase,
 		bind: func(body []byte) (any, error) { return framework.Bind[Cmd](a.engine.Binder(), body) },
 	}
 	if fn := op.ExecuteFunc; fn != nil {
