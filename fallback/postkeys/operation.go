@@ -57,7 +57,8 @@ type Request[Cmd any] struct {
 	// and the request had none.
 	Key     string
 	Command Cmd
-	// PathParams are the route's path parameters.
+	// PathParams are the route's path parameters, part of the
+	// fingerprint. A phased operation reads them with [Run.PathParams].
 	PathParams map[string]string
 	Header     http.Header
 	// Now is the engine's clock when the record was claimed: use it for
@@ -163,6 +164,15 @@ type Operation[Cmd any] struct {
 	// nil, and then a response over the cap is an internal error.
 	RenderFunc func(ctx context.Context, db *gorm.DB, rec Record) ([]byte, error)
 }
+
+// PathParams returns the route's path parameters ({"id": "inv_1"} for
+// POST /v1/invoices/{id}/emails), which are part of the fingerprint: a
+// retry with the same key and another ID is 422 idempotency_key_reuse.
+// It returns nil when the recovery worker runs ReconcileFunc without a
+// request (as [Run.Command] reports false then): what reconciliation needs
+// of them, a phase records in the business rows. The map must not be
+// modified.
+func (r *Run[Cmd]) PathParams() map[string]string { return r.at.pathParams }
 
 // operation is the untyped form the adapter works with.
 type operation struct {
