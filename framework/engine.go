@@ -34,6 +34,8 @@ type EngineConfig struct {
 	Now func() time.Time
 	// Logger receives one structured event per state transition. Defaults to
 	// a logger that discards everything.
+	// A zap user passes slog.New(zapslog.NewHandler(core)), from
+	// go.uber.org/zap/exp/zapslog.
 	Logger *slog.Logger
 	// Metrics receives request counts. Defaults to collectors on a private
 	// registry.
