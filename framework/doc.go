@@ -74,7 +74,9 @@
 // service mounts it under a prefix of its own (http.StripPrefix, with the
 // prefix in [Resource.BasePath]; see Example_serveMux). Loggers are
 // *slog.Logger; with zap, slog.New(zapslog.NewHandler(core)) from
-// go.uber.org/zap/exp/zapslog.
+// go.uber.org/zap/exp/zapslog. [EngineConfig.RequestLogLevel] sets the
+// level of the events each request logs (Info by default); failures keep
+// their own.
 //
 // Events beyond the request live in the subpackages outbox (written in the
 // effect's transaction, relayed at least once; outbox/natsjs for NATS

@@ -121,6 +121,8 @@ type setupOptions struct {
 	mode        framework.Mode
 	lockTimeout time.Duration
 	realClock   bool
+	// engine adjusts the engine's configuration.
+	engine func(*framework.EngineConfig)
 }
 
 func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
@@ -142,7 +144,11 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 	if o.realClock {
 		now = time.Now
 	}
-	engine, err := framework.NewEngine(db, framework.EngineConfig{Now: now})
+	cfg := framework.EngineConfig{Now: now}
+	if o.engine != nil {
+		o.engine(&cfg)
+	}
+	engine, err := framework.NewEngine(db, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
