@@ -92,6 +92,14 @@
 //     bodies are 400, and numbers longer than [MaxNumberLength] are refused
 //     before they are parsed.
 //
+// The routes live on a gin engine, an http.Handler: a net/http or chi
+// service mounts it under a prefix of its own (http.StripPrefix, with the
+// prefix in [Resource.BasePath]; see Example_serveMux). Loggers are
+// *slog.Logger; with zap, slog.New(zapslog.NewHandler(core)) from
+// go.uber.org/zap/exp/zapslog. [EngineConfig.RequestLogLevel] sets the
+// level of the events each request logs (Info by default); failures keep
+// their own.
+//
 // Events beyond the request live in the subpackages outbox (written in the
 // effect's transaction, relayed at least once; outbox/natsjs for NATS
 // JetStream) and inbox (a consumer's effect once per message).

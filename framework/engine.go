@@ -2,6 +2,7 @@ package framework
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -37,7 +38,17 @@ type EngineConfig struct {
 	Now func() time.Time
 	// Logger receives one structured event per state transition. Defaults to
 	// a logger that discards everything.
+	// A zap user passes slog.New(zapslog.NewHandler(core)), from
+	// go.uber.org/zap/exp/zapslog.
 	Logger *slog.Logger
+	// RequestLogLevel is the level of the events the engine, its
+	// collections and the POST fallback log at Info: one or two per request
+	// (a resource write, an idempotency record's transitions, a legacy
+	// route used) and the janitor's summaries. slog.LevelDebug keeps them
+	// out of an Info log under load; failures are logged at Warn and Error
+	// whatever this says. It may not be above Info. Defaults to
+	// slog.LevelInfo (the zero value): every request is logged.
+	RequestLogLevel slog.Level
 	// Metrics receives request counts. Defaults to collectors on a private
 	// registry.
 	Metrics *Metrics
@@ -62,6 +73,12 @@ func NewEngine(db *store.DB, cfg EngineConfig) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.RequestLogLevel > slog.LevelInfo {
+		return nil, fmt.Errorf("framework: EngineConfig.RequestLogLevel %s is above INFO", cfg.RequestLogLevel)
+	}
+	if cfg.RequestLogLevel != slog.LevelInfo {
+		cfg.Logger = slog.New(requestLevelHandler{Handler: cfg.Logger.Handler(), level: cfg.RequestLogLevel})
+	}
 	if cfg.Metrics == nil {
 		if cfg.Metrics, err = NewMetrics(nil); err != nil {
 			return nil, err
@@ -84,7 +101,8 @@ func (e *Engine) Retention() Retention { return e.retention }
 // back exactly as it was written and a replayed body is byte-identical.
 func (e *Engine) Now() time.Time { return e.now().UTC().Truncate(time.Microsecond) }
 
-// Logger returns the engine's logger.
+// Logger returns the engine's logger, with [EngineConfig.RequestLogLevel]
+// applied to its Info events.
 func (e *Engine) Logger() *slog.Logger { return e.logger }
 
 // Metrics returns the engine's metrics.

@@ -123,6 +123,8 @@ type setupOptions struct {
 	// a process whose clock disagrees with the database's.
 	clockAhead time.Duration
 	logger     *slog.Logger
+	// engine adjusts the engine's configuration.
+	engine func(*framework.EngineConfig)
 }
 
 func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
@@ -140,7 +142,11 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 		t.Fatal(err)
 	}
 	now := func() time.Time { return time.Now().Add(o.clockAhead) }
-	engine, err := framework.NewEngine(db, framework.EngineConfig{Now: now, Logger: o.logger})
+	cfg := framework.EngineConfig{Now: now, Logger: o.logger}
+	if o.engine != nil {
+		o.engine(&cfg)
+	}
+	engine, err := framework.NewEngine(db, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

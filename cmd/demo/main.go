@@ -17,6 +17,11 @@
 // -read-timeout 15s (headers and body), -write-timeout 15s, -idle-timeout
 // 60s (keep-alive), -db-connect-timeout 5s and -db-statement-timeout 5s.
 //
+// The log (JSON on stderr, at info) has one event per request (a resource
+// write, an idempotency record's transitions); -request-log-level debug
+// (default info) leaves them out under load, and failures are logged
+// whatever it says.
+//
 // -lease, -recovery-interval and -pause-at are for fault tests (faults.go).
 package main
 
@@ -66,6 +71,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	connect := fs.Duration("db-connect-timeout", 5*time.Second, "time to open one database connection")
 	statement := fs.Duration("db-statement-timeout", 5*time.Second, "time one SQL statement of a write transaction may run (PostgreSQL)")
 	outboxRetention := fs.Duration("outbox-retention", 0, "keep published outbox events this long (default 0: delete each as it is published)")
+	requestLogLevel := slog.LevelInfo
+	fs.TextVar(&requestLogLevel, "request-log-level", slog.LevelInfo,
+		"level of the events each request logs (debug keeps them out of the log, which is at info); failures are always logged")
 	faults := addFaultFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -97,7 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer func() { _ = shutdownTracing(context.WithoutCancel(ctx)) }()
 
-	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, TracerProvider: tp,
+	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, RequestLogLevel: requestLogLevel, TracerProvider: tp,
 		Events: app.EventsConfig{NATSURL: *natsURL, Relay: outbox.Config{Retention: *outboxRetention}}, PostKeys: postKeys, RequestDeadline: *deadline,
 		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement, MaxOpenConns: *pool}})
 	if err != nil {

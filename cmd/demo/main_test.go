@@ -2,11 +2,15 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -15,25 +19,8 @@ import (
 // ready line, serves a request, and shuts down cleanly on cancel.
 func TestRunServesAndShutsDown(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	dbPath := filepath.Join(t.TempDir(), "demo.db")
 	env := map[string]string{"DEMO_API_TOKENS": "tok_a:tenant-a"}
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-db", "sqlite:" + dbPath}, func(k string) string { return env[k] }, pw, io.Discard)
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no ready line: %v", err)
-	}
-	base, ok := strings.CutPrefix(strings.TrimSpace(line), "retrysafe demo listening on ")
-	if !ok {
-		t.Fatalf("ready line = %q", line)
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	base, stop := start(t, nil, env, io.Discard)
 
 	put := func(token string) int {
 		t.Helper()
@@ -54,13 +41,92 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		t.Fatalf("a default token still works with DEMO_API_TOKENS set: %d", got)
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run after cancel = %v", err)
+	if err := stop(); err != nil {
+		t.Fatalf("run after cancel = %v", err)
+	}
+}
+
+// start runs the demo as main does with args (on a fresh SQLite file, on
+// a free port) and env, waits for its one ready line and returns its base
+// URL and a stop function that cancels run and returns what it returned.
+func start(t *testing.T, args []string, env map[string]string, stderr io.Writer) (base string, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	pr, pw := io.Pipe()
+	args = append([]string{"-addr", "127.0.0.1:0", "-db", "sqlite:" + filepath.Join(t.TempDir(), "demo.db")}, args...)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, args, func(k string) string { return env[k] }, pw, stderr)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no ready line: %v", err)
+	}
+	base, ok := strings.CutPrefix(strings.TrimSpace(line), "retrysafe demo listening on ")
+	if !ok {
+		t.Fatalf("ready line = %q", line)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	return base, func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(15 * time.Second):
+			return errors.New("run did not return after cancel")
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not return after cancel")
+	}
+}
+
+// lockedBuffer is the demo's stderr, written by its request goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestRequestLogLevelFlag: by default every PUT logs its resource write;
+// with -request-log-level debug the log (at info) leaves it out.
+func TestRequestLogLevelFlag(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args   []string
+		logged bool
+	}{{nil, true}, {[]string{"-request-log-level", "debug"}, false}} {
+		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
+			t.Parallel()
+			stderr := &lockedBuffer{}
+			base, stop := start(t, c.args, nil, stderr)
+			req, _ := http.NewRequest("PUT", base+"/v1/orders/6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f",
+				strings.NewReader(`{"customer":"c","currency":"EUR","items":[{"sku":"s","quantity":1,"unit_price":"1"}]}`))
+			req.Header.Set("Authorization", "Bearer sk_test_acme")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusCreated {
+				t.Fatalf("PUT: %d", res.StatusCode)
+			}
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(stderr.String(), `"msg":"resource write"`); got != c.logged {
+				t.Fatalf("resource write logged = %v, want %v; log:\n%s", got, c.logged, stderr.String())
+			}
+		})
 	}
 }

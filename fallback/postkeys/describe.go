@@ -5,17 +5,21 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/retrysafe/retrysafe/framework"
 )
 
 // Describe returns the description of the operation mounted at path (for
-// example "/v1/transfers"), for an API description (package
-// framework/openapi). status is the status of its success answer and
-// response a value of its body's type (a zero Transfer{}); the problems
-// follow from the declaration: the key policy, the mode (a phased
-// operation may answer 409 outcome_pending) and the RejectionCodes, which
-// are stored and replayed like a success.
+// example "/v1/transfers", or "/v1/invoices/{id}/emails" with a path
+// parameter in braces, described as a string: set a format or a
+// description on the result's PathParams), for an API description
+// (package framework/openapi). status is the status of its success answer
+// and response a value of its body's type (a zero Transfer{}); the
+// problems follow from the declaration: the key policy, the mode (a
+// phased operation may answer 409 outcome_pending), the RejectionCodes,
+// which are stored and replayed like a success, and the operation's other
+// [Operation.Problems].
 func (e *Endpoint[Cmd]) Describe(path string, status int, response any) framework.RouteDescription {
 	op := e.op
 	stored := []string{framework.HeaderIdempotencyKey, framework.HeaderIdempotentReplayed}
@@ -35,6 +39,18 @@ func (e *Endpoint[Cmd]) Describe(path string, status int, response any) framewor
 		problems = append(problems, framework.CodeOutcomePending)
 	}
 	problems = append(problems, slices.Sorted(maps.Keys(op.rejections))...)
+	problems = append(problems, op.problems...)
+	var params []framework.ParamDescription
+	for _, seg := range strings.Split(path, "/") {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			params = append(params, framework.ParamDescription{Name: strings.TrimSuffix(name, "}"), Required: true})
+		}
+	}
+	if len(params) > 0 {
+		// Text a database cannot store is refused in a path
+		// ([framework.StorableText]).
+		problems = append(problems, framework.CodeInvalidResourceID)
+	}
 	var body reflect.Type
 	if response != nil {
 		body = reflect.TypeOf(response)
@@ -43,7 +59,7 @@ func (e *Endpoint[Cmd]) Describe(path string, status int, response any) framewor
 		Method: http.MethodPost, Path: path, OperationID: op.name, Summary: op.name,
 		Description: "Runs once per Idempotency-Key; a retry with the same key and body gets the stored answer " +
 			"(success or business rejection) byte for byte, with Idempotent-Replayed: true. The same key with another body is 422 idempotency_key_reuse.",
-		Request: reflect.TypeFor[Cmd](), IdempotencyKey: keyUse, Authenticated: true,
+		PathParams: params, Request: reflect.TypeFor[Cmd](), IdempotencyKey: keyUse, Authenticated: true,
 		ReplayWindow: e.a.engine.Retention().ReplayWindow,
 		Responses:    []framework.ResponseDescription{{Status: status, Body: body, Headers: stored}},
 		Problems:     problems,

@@ -60,6 +60,12 @@
 //     on the next retry or in the recovery worker — never by running the
 //     operation again blindly.
 //
+// Both modes read the route's path parameters, which are part of the
+// fingerprint: [Request].PathParams in local mode, [Run.PathParams] in
+// phased mode (nil in the recovery worker, which has no request). The
+// program examples/invoices is a complete phased operation to copy, and
+// docs/phased-operations.md walks through it.
+//
 // A phased attempt costs a transaction for the claim, one per phase, one
 // per renewal and one for the completion. Three opt-ins cut that down
 // without opening a crash window the recovery point does not cover:
@@ -99,7 +105,8 @@
 // every phase are child spans of the request's.
 //
 // [Endpoint.Describe] describes a registered operation (key policy,
-// replayed rejections, outcome_pending for phased operations) for
+// replayed rejections, outcome_pending for phased operations, the other
+// answers it declares in [Operation.Problems], its path parameters) for
 // framework/openapi.
 //
 // # Records, the database clock and fencing

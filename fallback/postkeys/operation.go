@@ -57,7 +57,8 @@ type Request[Cmd any] struct {
 	// and the request had none.
 	Key     string
 	Command Cmd
-	// PathParams are the route's path parameters.
+	// PathParams are the route's path parameters, part of the
+	// fingerprint. A phased operation reads them with [Run.PathParams].
 	PathParams map[string]string
 	Header     http.Header
 	// Now is the engine's clock when the record was claimed: use it for
@@ -117,6 +118,14 @@ type Operation[Cmd any] struct {
 	// business writes of a rejected request. Any other error is not stored.
 	// Defaults to none.
 	RejectionCodes []framework.Code
+	// Problems lists the other problem codes ExecuteFunc, RunFunc or
+	// ReconcileFunc may return, which are answered but not stored: a
+	// not_found for a path parameter that names no resource, a retryable
+	// code of the application's own. The API description lists them with
+	// RejectionCodes and the codes the framework answers itself
+	// ([Endpoint.Describe]). Each must be registered on the engine.
+	// Defaults to none.
+	Problems []framework.Code
 	// ExecuteFunc runs a Local operation inside the claim's transaction tx;
 	// its writes commit together with the record. Required for Local.
 	ExecuteFunc func(ctx context.Context, tx *gorm.DB, req Request[Cmd]) (Response, error)
@@ -155,6 +164,15 @@ type Operation[Cmd any] struct {
 	RenderFunc func(ctx context.Context, db *gorm.DB, rec Record) ([]byte, error)
 }
 
+// PathParams returns the route's path parameters ({"id": "inv_1"} for
+// POST /v1/invoices/{id}/emails), which are part of the fingerprint: a
+// retry with the same key and another ID is 422 idempotency_key_reuse.
+// It returns nil when the recovery worker runs ReconcileFunc without a
+// request (as [Run.Command] reports false then): what reconciliation needs
+// of them, a phase records in the business rows. The map must not be
+// modified.
+func (r *Run[Cmd]) PathParams() map[string]string { return r.at.pathParams }
+
 // operation is the untyped form the adapter works with.
 type operation struct {
 	name       string
@@ -163,6 +181,7 @@ type operation struct {
 	semantic   []string
 	volatile   []string
 	rejections map[framework.Code]bool
+	problems   []framework.Code
 	bind       func(body []byte) (any, error)
 	execute    func(ctx context.Context, tx *gorm.DB, at *attempt) (Response, error)
 	run        func(ctx context.Context, at *attempt) (Response, error)
@@ -228,10 +247,16 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 		}
 		rejections[code] = true
 	}
+	for _, code := range op.Problems {
+		if _, ok := a.engine.Codes().Lookup(code); !ok {
+			return nil, fmt.Errorf("postkeys: operation %q: %w: %q (register it with Engine.RegisterCodes before declaring the operation)",
+				op.Name, framework.ErrCodeUnregistered, code)
+		}
+	}
 	in := &operation{
 		name: op.Name, mode: op.Mode, keyPolicy: op.KeyPolicy,
 		semantic: append([]string(nil), op.SemanticHeaders...), volatile: append([]string(nil), op.Volatile...),
-		rejections: rejections, render: op.RenderFunc, claimInFirstPhase: op.ClaimInFirstPhase,
+		rejections: rejections, problems: append([]framework.Code(nil), op.Problems...), render: op.RenderFunc, claimInFirstPhase: op.ClaimInFirstPhase,
 		bind: func(body []byte) (any, error) { return framework.Bind[Cmd](a.engine.Binder(), body) },
 	}
 	if fn := op.ExecuteFunc; fn != nil {

@@ -19,4 +19,11 @@
 // problem answer with its status and the enum of its codes, and each
 // operation's replay window (in its description and in the
 // x-retrysafe-replay-window-seconds extension).
+//
+// [Config] also sets the document's servers (by default one, "/":
+// relative to where it is served), [License], [Contact] and terms of
+// service; an operation without a summary is summarized by its ID. The
+// document passes Redocly CLI's recommended rules
+// (redocly lint --extends recommended); with no License it warns
+// info-license.
 package openapi

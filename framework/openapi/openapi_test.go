@@ -12,6 +12,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/openapi"
+	"github.com/retrysafe/retrysafe/internal/redocly"
 )
 
 type line struct {
@@ -143,5 +144,39 @@ func TestServesJSON(t *testing.T) {
 	var got map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got["openapi"] != "3.1.0" || rec.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("served %s (%v)", rec.Body.Bytes(), err)
+	}
+}
+
+// An application that sets its servers, license and contact gets a
+// document that passes redocly's recommended rules without a warning.
+func TestLintsCleanWithServersAndLicense(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.New(openapi.Config{Title: "Things API", Version: "1",
+		Servers: []string{"https://api.example.test"},
+		License: &openapi.License{Name: "Apache 2.0", Identifier: "Apache-2.0"},
+		Contact: &openapi.Contact{Name: "Things team", Email: "things@example.test"}}, route())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := doc.T().Info
+	if s := doc.T().Servers; len(s) != 1 || s[0].URL != "https://api.example.test" || info.License.Identifier != "Apache-2.0" ||
+		info.Contact.Email != "things@example.test" {
+		t.Fatalf("servers %v, info %+v", s, info)
+	}
+	redocly.Lint(t, doc.JSON())
+}
+
+func TestServersDefaultToRelative(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.New(openapi.Config{Title: "t", Version: "1"}, route())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := doc.T().Servers; len(s) != 1 || s[0].URL != "/" {
+		t.Fatalf("servers %v, want one server /", s)
+	}
+	if _, err := openapi.New(openapi.Config{Title: "t", Version: "1",
+		License: &openapi.License{Name: "x", Identifier: "MIT", URL: "https://example.test/mit"}}, route()); err == nil {
+		t.Fatal("a license with both an identifier and a URL was accepted")
 	}
 }

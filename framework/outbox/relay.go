@@ -80,6 +80,8 @@ type Config struct {
 	// retention). Defaults to time.Now.
 	Now func() time.Time
 	// Logger receives the relay's events. Defaults to discarding them.
+	// A zap user passes slog.New(zapslog.NewHandler(core)), from
+	// go.uber.org/zap/exp/zapslog.
 	Logger *slog.Logger
 	// TracerProvider makes a producer span per publish, a child of the
 	// span of the request that wrote the event; the event travels with the

@@ -35,6 +35,8 @@ type Config struct {
 	// that [Open] creates, without parameter values (see [NewGormLogger]);
 	// [New] keeps the application's gorm logger. Defaults to a logger that
 	// discards them.
+	// A zap user passes slog.New(zapslog.NewHandler(core)), from
+	// go.uber.org/zap/exp/zapslog.
 	Logger *slog.Logger
 	// ConnectTimeout bounds opening one connection to PostgreSQL (the
 	// connect_timeout parameter, whole seconds) unless the DSN sets one, so

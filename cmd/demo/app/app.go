@@ -47,6 +47,9 @@ type Config struct {
 	Tokens map[string]string
 	// Logger receives structured events. Defaults to discarding them.
 	Logger *slog.Logger
+	// RequestLogLevel is the level of the per-request events
+	// ([framework.EngineConfig.RequestLogLevel]). Defaults to Info.
+	RequestLogLevel slog.Level
 	// Now is the clock of the engine. Defaults to time.Now.
 	Now func() time.Time
 	// Retention is the replay window and tombstone retention. Defaults to
@@ -135,7 +138,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		return nil, err
 	}
 	engine, err := framework.NewEngine(db, framework.EngineConfig{
-		Retention: cfg.Retention, Now: cfg.Now, Logger: cfg.Logger, Metrics: metrics,
+		Retention: cfg.Retention, Now: cfg.Now, Logger: cfg.Logger, RequestLogLevel: cfg.RequestLogLevel, Metrics: metrics,
 	})
 	if err != nil {
 		return nil, err

@@ -45,6 +45,8 @@ type ConsumerConfig struct {
 	// TracerProvider makes the consumer spans. Defaults to a no-op one.
 	TracerProvider trace.TracerProvider
 	// Logger receives handler failures. Defaults to discarding them.
+	// A zap user passes slog.New(zapslog.NewHandler(core)), from
+	// go.uber.org/zap/exp/zapslog.
 	Logger *slog.Logger
 }
 

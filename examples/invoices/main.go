@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/glebarez/sqlite"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/openapi"
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/migrations"
+)
+
+//go:embed schema/postgres/*.sql schema/sqlite/*.sql
+var schemaFiles embed.FS
+
+func main() {
+	gin.SetMode(gin.ReleaseMode)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "invoices:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses flags, builds the service and serves until ctx ends.
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	flags := flag.NewFlagSet("invoices", flag.ContinueOnError)
+	addr := flags.String("addr", "127.0.0.1:8082", "listen address")
+	dsn := flags.String("db", "", `"sqlite:PATH" or a postgres:// URL (default: $DATABASE_URL, else sqlite:invoices.db)`)
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if *dsn == "" {
+		*dsn = getenv("DATABASE_URL")
+	}
+	if *dsn == "" {
+		*dsn = "sqlite:invoices.db"
+	}
+	svc, err := newService(ctx, *dsn, map[string]string{"sk_test_acme": "acme", "sk_test_globex": "globex"},
+		slog.New(slog.NewTextHandler(out, nil)))
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv, err := framework.NewServer(svc.Handler, framework.ServerConfig{}) // header, body, write and idle timeouts
+	if err != nil {
+		return err
+	}
+	if err := svc.keys.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "invoices listening on http://%s\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// openGorm opens the application's own *gorm.DB, as a service already has
+// one: "sqlite:PATH" (pure-Go SQLite in WAL mode, which the framework
+// requires) or a postgres:// URL. The framework is handed it with
+// store.New and sets what it needs per transaction.
+func openGorm(dsn string) (*gorm.DB, error) {
+	cfg := &gorm.Config{Logger: store.NewGormLogger(slog.Default(), store.GormLoggerConfig{})}
+	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+		return gorm.Open(sqlite.Open("file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"), cfg)
+	}
+	return gorm.Open(postgres.Open(dsn), cfg)
+}
+
+// service is the wired application: database, engine, POST fallback,
+// the billing service and the router.
+type service struct {
+	Handler http.Handler
+	db      *store.DB
+	keys    *postkeys.Adapter
+	billing *Billing
+	spec    *openapi.Document
+}
+
+// newService opens dsn, applies the migrations and builds the router.
+func newService(ctx context.Context, dsn string, tokens map[string]string, logger *slog.Logger) (*service, error) {
+	gdb, err := openGorm(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.New(ctx, gdb, store.Config{})
+	if err != nil {
+		if sqlDB, derr := gdb.DB(); derr == nil {
+			_ = sqlDB.Close()
+		}
+		return nil, err
+	}
+	svc, err := build(ctx, db, tokens, logger)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return svc, nil
+}
+
+func build(ctx context.Context, db *store.DB, tokens map[string]string, logger *slog.Logger) (*service, error) {
+	// The framework's tables (idempotency records), then this service's
+	// (and the stand-in billing service's).
+	if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+		return nil, err
+	}
+	schema, err := fs.Sub(schemaFiles, "schema")
+	if err != nil {
+		return nil, err
+	}
+	if err := migrations.Apply(ctx, db.SQL(), db.Dialect.Name(), schema, "invoices_schema_version"); err != nil {
+		return nil, err
+	}
+	registry := prometheus.NewRegistry()
+	metrics, err := framework.NewMetrics(registry)
+	if err != nil {
+		return nil, err
+	}
+	engine, err := framework.NewEngine(db, framework.EngineConfig{Logger: logger, Metrics: metrics})
+	if err != nil {
+		return nil, err
+	}
+	keys, err := postkeys.New(engine, postkeys.Config{})
+	if err != nil {
+		return nil, err
+	}
+	billing := &Billing{db: db.Gorm, now: engine.Now}
+	invoices, err := NewInvoices(engine, keys, billing)
+	if err != nil {
+		return nil, err
+	}
+	// The API description, with this service's own answers
+	// (invoice_not_issued) and its servers and license.
+	spec, err := openapi.New(openapi.Config{Title: "Invoices", Version: "1", Codes: engine.Codes(),
+		License: &openapi.License{Name: "Apache 2.0", Identifier: "Apache-2.0"}}, invoices.Describe("/v1")...)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := framework.NewStaticTokens(tokens)
+	if err != nil {
+		return nil, err
+	}
+	router := gin.New()
+	framework.UseProblemHandlers(router, logger) // problem+json 404, 405 and panics
+	// A deadline on every request (503 when the database does not answer
+	// in time) and 400 for text no database can store, in paths and queries.
+	router.Use(framework.Deadline(0), framework.StorableText())
+	router.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
+	router.GET("/openapi.json", gin.WrapH(spec))
+	invoices.Mount(router.Group("/v1", framework.RequireAuth(auth, logger)))
+	return &service{Handler: router, db: db, keys: keys, billing: billing, spec: spec}, nil
+}
+
+// Close stops the POST fallback's workers and closes the database.
+func (s *service) Close() error {
+	s.keys.Stop()
+	return s.db.Close()
+}
