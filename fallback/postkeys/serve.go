@@ -38,10 +38,8 @@ func errInProgress() error {
 }
 
 func (a *Adapter) fail(c *gin.Context, op *operation, err error) {
-	a.engine.Metrics().Requests.WithLabelValues("post", op.name, framework.OutcomeOf(err)).Inc()
 	key, _, _ := framework.IdempotencyKey(c.Request.Header)
-	framework.TraceOutcome(c.Request.Context(), "post", op.name, framework.OutcomeOf(err), key)
-	a.engine.WriteProblem(c.Writer, c.Request, err)
+	a.engine.WriteFailure(c.Writer, c.Request, "post", op.name, key, err)
 }
 
 // serve is the whole HTTP flow of an operation: key, bind, fingerprint,

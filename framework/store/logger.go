@@ -111,6 +111,10 @@ func (l *gormLogger) Trace(ctx context.Context, begin time.Time, fc func() (stri
 		msg   string
 	)
 	switch {
+	case err != nil && (errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled)) && l.level >= gormlogger.Error:
+		// Canceled by its caller (a client that went away): the statement
+		// did not fail, the caller stopped waiting for it.
+		level, msg = slog.LevelDebug, "sql canceled"
 	case err != nil && !errors.Is(err, gorm.ErrRecordNotFound) && l.level >= gormlogger.Error:
 		level, msg = slog.LevelError, "sql failed"
 	case l.slow > 0 && l.level >= gormlogger.Warn && time.Since(begin) > l.slow:
