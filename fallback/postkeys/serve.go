@@ -576,6 +576,17 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 	if !at.recorded {
 		return outcome{}, cause
 	}
+	if ctx.Err() != nil {
+		// The deadline has passed: nothing can be sent any more. The record
+		// stays in progress until its lease ends, and a retry or the
+		// recovery worker settles it; the answer is 503 and cause says why.
+		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(cause)))
+		if framework.ErrorFor(cause).Code != framework.CodeUnavailable {
+			cause = &framework.Error{Code: framework.CodeUnavailable,
+				Detail: "the deadline passed before the outcome was recorded; retry with the same key", Err: cause}
+		}
+		return outcome{}, cause
+	}
 	var ok bool
 	if at.point == PointStarted && !reconciling {
 		err := a.db.Write(ctx, func(tx *gorm.DB) error {
