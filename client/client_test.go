@@ -178,7 +178,13 @@ func TestCreateUsesCallerIDAndUUIDv4(t *testing.T) {
 
 func TestAttemptTimeoutIsRetried(t *testing.T) {
 	t.Parallel()
-	env := setup(t, func(c *client.Config) { c.AttemptTimeout = 100 * time.Millisecond })
+	// The first attempt hangs until its timeout; later attempts are not
+	// bound by it (the transport sends them without the attempt's
+	// deadline), so a slow machine cannot time the replay out as well.
+	env := setup(t, func(c *client.Config) {
+		c.AttemptTimeout = 100 * time.Millisecond
+		c.HTTPClient = &http.Client{Transport: &deadlineOnFirstAttempt{next: c.HTTPClient.Transport}}
+	})
 	env.api.setPlan(faults(hangAfterCommit))
 
 	res, err := env.client.Post(t.Context(), client.PostRequest{Path: "/v1/payments", Body: paymentBody})
@@ -189,6 +195,21 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 		t.Fatalf("Replayed = %t, Attempts = %d; want a replay on attempt 2", res.Replayed, res.Attempts)
 	}
 	assertOneEffect(t, env, res, res.Key)
+}
+
+// deadlineOnFirstAttempt sends the first request as it is and every later
+// one without its context's deadline or cancellation (its values, such as
+// the client's trace, are kept).
+type deadlineOnFirstAttempt struct {
+	next http.RoundTripper
+	sent atomic.Int32
+}
+
+func (d *deadlineOnFirstAttempt) RoundTrip(r *http.Request) (*http.Response, error) {
+	if d.sent.Add(1) == 1 {
+		return d.next.RoundTrip(r)
+	}
+	return d.next.RoundTrip(r.WithContext(context.WithoutCancel(r.Context())))
 }
 
 func TestConcurrentOperationsHaveOneEffectEach(t *testing.T) {

@@ -46,11 +46,11 @@ func ResourceID(c *gin.Context) (uuid.UUID, error) {
 }
 
 func (c *Collection[Cmd, Model]) fail(g *gin.Context, pattern string, err error) {
-	if pattern != "" {
-		c.engine.metrics.Requests.WithLabelValues(pattern, c.res.Name, OutcomeOf(err)).Inc()
-		TraceOutcome(g.Request.Context(), pattern, c.res.Name, OutcomeOf(err), "")
+	if pattern == "" {
+		c.engine.WriteProblem(g.Writer, g.Request, err)
+		return
 	}
-	c.engine.WriteProblem(g.Writer, g.Request, err)
+	c.engine.WriteFailure(g.Writer, g.Request, pattern, c.res.Name, "", err)
 }
 
 func (c *Collection[Cmd, Model]) handlePut(g *gin.Context) {

@@ -75,7 +75,10 @@
 //     router.
 //   - [Retention]: the replay window and tombstone retention.
 //   - [Metrics]: Prometheus counters by pattern, operation and outcome,
-//     registered on the application's registry ([NewMetrics]).
+//     registered on the application's registry ([NewMetrics]). A request
+//     whose client went away ([ClientGone]) is outcome client_gone and is
+//     logged at Info, never as a server error; the request deadline
+//     ([Deadline]) running out stays a 503.
 //   - [TraceRequests], [TraceOutcome], [StartSpan], [TraceLogHandler]:
 //     OpenTelemetry spans on the application's TracerProvider (a span per
 //     request with pattern, operation, outcome and key hash; child spans

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -55,6 +56,17 @@ var (
 	ErrCodeConflict     = errors.New("framework: problem code registered twice with different meanings")
 	ErrCodeUnregistered = errors.New("framework: problem code is not registered")
 )
+
+// ErrRequestDeadline is the cause ([context.Cause]) of a request context
+// whose deadline ([Deadline], and the contexts [Detach] derives from it)
+// expired, so that an error built from it says which deadline ran out.
+// errors.Is(ErrRequestDeadline, context.DeadlineExceeded) holds.
+var ErrRequestDeadline error = requestDeadline{}
+
+type requestDeadline struct{}
+
+func (requestDeadline) Error() string        { return "request deadline exceeded" }
+func (requestDeadline) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // Codes is the registry of problem codes an [Engine] answers with: the
 // generic codes of [wire] plus the business codes its resources register

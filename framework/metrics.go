@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,9 @@ const (
 	OutcomeMissingKey = "missing_key"
 	OutcomeRejected   = "rejected"
 	OutcomeError      = "error"
+	// OutcomeClientGone is a request its client gave up before the answer
+	// ([ClientGone]): not a server error, whatever stopped the work.
+	OutcomeClientGone = "client_gone"
 )
 
 // Metrics are the Prometheus collectors shared by both patterns.
@@ -78,8 +82,13 @@ func registerCounterVec(reg prometheus.Registerer, c *prometheus.CounterVec) (*p
 	return c, nil
 }
 
-// OutcomeOf names the outcome of a failed write for [Metrics.Requests].
-func OutcomeOf(err error) string {
+// OutcomeOf names the outcome of a write that failed with err for
+// [Metrics.Requests]; ctx is the request's. A request whose client went
+// away ([ClientGone]) is [OutcomeClientGone], whatever err is.
+func OutcomeOf(ctx context.Context, err error) string {
+	if ClientGone(ctx) {
+		return OutcomeClientGone
+	}
 	switch ErrorFor(err).Code {
 	case CodeRequestInProgress, CodeOutcomePending:
 		return OutcomeInProgress

@@ -114,9 +114,38 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, logger *slog.Logger, e
 	writeProblem(w, r, logger, nil, err)
 }
 
+// ClientGone reports whether the request whose context is ctx was given up
+// by its client: the context was canceled (the connection closed, the
+// stream reset), not ended by the request's deadline ([Deadline]), which
+// stays 503 unavailable. Whatever the work failed with then, nobody reads
+// the answer: the failure is counted as [OutcomeClientGone] and logged at
+// Info, never as a server error.
+func ClientGone(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled)
+}
+
+// WriteFailure answers a write of pattern ("put", "post", "legacy_post")
+// on operation that failed with err: it counts the outcome in
+// [Metrics.Requests] ([OutcomeOf]), sets it on the request's span with the
+// key's hash ([TraceOutcome]; key may be empty) and writes the problem
+// ([Engine.WriteProblem]). Both patterns answer their failures through it.
+func (e *Engine) WriteFailure(w http.ResponseWriter, r *http.Request, pattern, operation, key string, err error) {
+	outcome := OutcomeOf(r.Context(), err)
+	e.metrics.Requests.WithLabelValues(pattern, operation, outcome).Inc()
+	TraceOutcome(r.Context(), pattern, operation, outcome, key)
+	e.WriteProblem(w, r, err)
+}
+
 func writeProblem(w http.ResponseWriter, r *http.Request, logger *slog.Logger, codes *Codes, err error) {
 	status, h, body, e := renderProblem(codes, err)
-	if status >= 500 && logger != nil {
+	if ClientGone(r.Context()) {
+		// The answer goes nowhere; the log says why the work stopped.
+		if logger != nil {
+			logger.LogAttrs(r.Context(), slog.LevelInfo, "client gone",
+				slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.String("error", store.RedactError(err)))
+		}
+	} else if status >= 500 && logger != nil {
 		level := slog.LevelError
 		if status == http.StatusServiceUnavailable {
 			level = slog.LevelWarn

@@ -78,13 +78,14 @@ func NewServer(h http.Handler, cfg ServerConfig) (*http.Server, error) {
 // (d ≤ 0 means [DefaultRequestDeadline]). Every database call and provider
 // call of the request runs under it, so a database that does not answer (a
 // partition, not a refusal) makes the request fail with 503 unavailable +
-// Retry-After by then instead of hanging. Mount it first.
+// Retry-After by then instead of hanging. The context's cause is then
+// [ErrRequestDeadline]. Mount it first.
 func Deadline(d time.Duration) gin.HandlerFunc {
 	if d <= 0 {
 		d = DefaultRequestDeadline
 	}
 	return func(c *gin.Context) {
-		ctx, cancel := context.WithTimeout(c.Request.Context(), d)
+		ctx, cancel := context.WithTimeoutCause(c.Request.Context(), d, ErrRequestDeadline)
 		defer cancel()
 		c.Request = c.Request.WithContext(ctx)
 		c.Next()
@@ -95,12 +96,13 @@ func Deadline(d time.Duration) gin.HandlerFunc {
 // not canceled when ctx is: work that must finish what it started although
 // the client went away (a phased attempt) uses it, and stays bounded. When
 // ctx has no deadline, the detached context gets one fallback from now.
+// Its cause, when the deadline expires, is [ErrRequestDeadline].
 func Detach(ctx context.Context, fallback time.Duration) (context.Context, context.CancelFunc) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(fallback)
 	}
-	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	return context.WithDeadlineCause(context.WithoutCancel(ctx), deadline, ErrRequestDeadline)
 }
 
 // StorableText is gin middleware that answers 400 for a request whose path

@@ -48,7 +48,7 @@ func TraceRequests(tp trace.TracerProvider) gin.HandlerFunc {
 		c.Next()
 		status := c.Writer.Status()
 		span.SetAttributes(attribute.Int("http.response.status_code", status))
-		if status >= 500 {
+		if status >= 500 && !ClientGone(c.Request.Context()) {
 			span.SetStatus(codes.Error, strconv.Itoa(status))
 		}
 	}

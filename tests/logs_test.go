@@ -130,12 +130,20 @@ func TestNoSecretsInLogs(t *testing.T) {
 // SQLite one holds the database's write lock. The returned func releases it.
 func holdWriteLock(t *testing.T, dsn string) func() {
 	t.Helper()
-	ctx := context.Background()
-	db, conn := rawConn(t, dsn)
 	stmts := []string{"BEGIN IMMEDIATE", "INSERT INTO sandbox_charges SELECT * FROM sandbox_charges WHERE 1 = 0"}
 	if strings.HasPrefix(dsn, "postgres") {
 		stmts = []string{"BEGIN", "LOCK TABLE idempotency_records IN EXCLUSIVE MODE"}
 	}
+	return holdLock(t, dsn, stmts)
+}
+
+// holdLock runs stmts, which begin a transaction and take a lock, on a
+// connection of its own and keeps the transaction open; the returned func
+// rolls it back.
+func holdLock(t *testing.T, dsn string, stmts []string) func() {
+	t.Helper()
+	ctx := context.Background()
+	db, conn := rawConn(t, dsn)
 	for _, s := range stmts {
 		if _, err := conn.ExecContext(ctx, s); err != nil {
 			t.Fatalf("%s: %v", s, err)

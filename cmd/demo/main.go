@@ -22,6 +22,11 @@
 // (default info) leaves them out under load, and failures are logged
 // whatever it says.
 //
+// Start-up: it listens at once and answers /healthz 200 and everything else
+// 503 unavailable (Retry-After) until the database is connected and
+// migrated, retried with backoff (startup.go); the line "retrysafe demo
+// listening on http://…" is printed once it is ready to serve.
+//
 // -lease, -recovery-interval and -pause-at are for fault tests (faults.go).
 package main
 
@@ -105,40 +110,55 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer func() { _ = shutdownTracing(context.WithoutCancel(ctx)) }()
 
-	a, err := app.New(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, RequestLogLevel: requestLogLevel, TracerProvider: tp,
-		Events: app.EventsConfig{NATSURL: *natsURL, Relay: outbox.Config{Retention: *outboxRetention}}, PostKeys: postKeys, RequestDeadline: *deadline,
-		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement, MaxOpenConns: *pool}})
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	if err := a.Start(ctx); err != nil {
-		return err
-	}
-
+	// Listen at once, so that a supervisor sees the process alive
+	// (/healthz) while the database is still starting; everything else
+	// answers 503 until the database is connected and migrated.
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	srv, err := framework.NewServer(a.Handler(), framework.ServerConfig{
+	gate := &startingHandler{}
+	srv, err := framework.NewServer(gate, framework.ServerConfig{
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
 	})
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "retrysafe demo listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	shutdown := func() error {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+
+	a, err := connectApp(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, RequestLogLevel: requestLogLevel, TracerProvider: tp,
+		Events: app.EventsConfig{NATSURL: *natsURL, Relay: outbox.Config{Retention: *outboxRetention}}, PostKeys: postKeys, RequestDeadline: *deadline,
+		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement, MaxOpenConns: *pool}}, logger)
+	if err != nil {
+		_ = shutdown()
+		if ctx.Err() != nil {
+			return nil // stopped before the database answered
+		}
+		return err
+	}
+	defer a.Close()
+	if err := a.Start(ctx); err != nil {
+		_ = shutdown()
+		return err
+	}
+	gate.ready(a.Handler())
+	// The one line says the service is ready to serve, not merely bound:
+	// tests and scripts wait for it before sending requests.
+	fmt.Fprintf(stdout, "retrysafe demo listening on http://%s\n", ln.Addr())
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return shutdown()
 }

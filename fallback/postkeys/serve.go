@@ -30,10 +30,8 @@ type outcome struct {
 const maxDecisions = 64
 
 func (a *Adapter) fail(c *gin.Context, op *operation, err error) {
-	a.engine.Metrics().Requests.WithLabelValues("post", op.name, framework.OutcomeOf(err)).Inc()
 	key, _, _ := framework.IdempotencyKey(c.Request.Header)
-	framework.TraceOutcome(c.Request.Context(), "post", op.name, framework.OutcomeOf(err), key)
-	a.engine.WriteProblem(c.Writer, c.Request, err)
+	a.engine.WriteFailure(c.Writer, c.Request, "post", op.name, key, err)
 }
 
 // serve is the whole HTTP flow of an operation: key, bind, fingerprint,
@@ -569,6 +567,17 @@ func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp R
 // for the reconcile hook and the client is told 409 outcome_pending.
 func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconciling bool) (outcome, error) {
 	if !at.recorded {
+		return outcome{}, cause
+	}
+	if ctx.Err() != nil {
+		// The deadline has passed: nothing can be sent any more. The record
+		// stays in progress until its lease ends, and a retry or the
+		// recovery worker settles it; the answer is 503 and cause says why.
+		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(cause)))
+		if framework.ErrorFor(cause).Code != framework.CodeUnavailable {
+			cause = &framework.Error{Code: framework.CodeUnavailable,
+				Detail: "the deadline passed before the outcome was recorded; retry with the same key", Err: cause}
+		}
 		return outcome{}, cause
 	}
 	var ok bool

@@ -72,15 +72,26 @@ func (postgresDialect) check(ctx context.Context, db *sql.DB) error {
 // pipelined: SQLite runs in the process; there is no round trip to save.
 func (sqliteDialect) pipelined() bool { return false }
 
-// begin sets the connection's busy timeout (how long BEGIN IMMEDIATE and
-// the commit wait for another writer: the lock timeout) and takes the
-// write lock up front. The busy timeout stays on the connection; it is
-// harmless to the application's own use of it. SQLite has no statement
-// timeout: the context (the request deadline) interrupts a statement.
+// sqliteBusySlice is how long one try of BEGIN IMMEDIATE waits for another
+// writer. SQLite's busy wait does not notice an interrupt, so [DB.Write]
+// waits in slices and checks the context between them: a request whose
+// client went away, or whose deadline passed, stops waiting within a slice
+// instead of holding its connection for the whole lock timeout.
+const sqliteBusySlice = 20 * time.Millisecond
+
+// begin takes the write lock up front (BEGIN IMMEDIATE), waiting for
+// another writer in slices of [sqliteBusySlice] ([DB.Write] repeats a busy
+// begin until the lock timeout), then sets the connection's busy timeout
+// to the lock timeout, which bounds the commit's wait. The busy timeout
+// stays on the connection; it is harmless to the application's own use of
+// it. SQLite has no statement timeout: the context (the request deadline)
+// interrupts a statement.
 func (sqliteDialect) begin(lockTimeout, _ time.Duration) []string {
+	ms := func(d time.Duration) string { return strconv.FormatInt(max(d.Milliseconds(), 1), 10) }
 	return []string{
-		"PRAGMA busy_timeout = " + strconv.FormatInt(max(lockTimeout.Milliseconds(), 1), 10),
+		"PRAGMA busy_timeout = " + ms(min(lockTimeout, sqliteBusySlice)),
 		"BEGIN IMMEDIATE",
+		"PRAGMA busy_timeout = " + ms(lockTimeout),
 	}
 }
 

@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"regexp"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -72,26 +75,48 @@ func (l *gormLogger) LogMode(level gormlogger.LogLevel) gormlogger.Interface {
 }
 
 // Info, Warn and Error implement gormlogger.Interface. gorm passes them
-// messages of its own (migrations, deprecated calls); their arguments are
-// not logged, since they may hold values.
-func (l *gormLogger) Info(ctx context.Context, msg string, _ ...any) {
-	l.message(ctx, gormlogger.Info, slog.LevelInfo, msg)
+// printf-style messages of its own (failed to initialize database, got
+// error %v; migrations; replaced callbacks): they are formatted with the
+// errors redacted ([RedactError]) and the strings (callback names, file
+// positions) kept, and every other argument, which may be a value
+// (migrator: "failed to parse value %#v"), shown as "…".
+func (l *gormLogger) Info(ctx context.Context, msg string, args ...any) {
+	l.message(ctx, gormlogger.Info, slog.LevelInfo, msg, args)
 }
 
-func (l *gormLogger) Warn(ctx context.Context, msg string, _ ...any) {
-	l.message(ctx, gormlogger.Warn, slog.LevelWarn, msg)
+func (l *gormLogger) Warn(ctx context.Context, msg string, args ...any) {
+	l.message(ctx, gormlogger.Warn, slog.LevelWarn, msg, args)
 }
 
-func (l *gormLogger) Error(ctx context.Context, msg string, _ ...any) {
-	l.message(ctx, gormlogger.Error, slog.LevelError, msg)
+func (l *gormLogger) Error(ctx context.Context, msg string, args ...any) {
+	l.message(ctx, gormlogger.Error, slog.LevelError, msg, args)
 }
 
-func (l *gormLogger) message(ctx context.Context, at gormlogger.LogLevel, level slog.Level, msg string) {
+func (l *gormLogger) message(ctx context.Context, at gormlogger.LogLevel, level slog.Level, msg string, args []any) {
 	if l.level < at || !l.logger.Enabled(ctx, level) {
 		return
 	}
-	l.logger.LogAttrs(ctx, level, "gorm", slog.String("message", msg))
+	if len(args) > 0 {
+		shown := make([]any, len(args))
+		for i, a := range args {
+			switch a := a.(type) {
+			case error:
+				shown[i] = redacted(RedactError(a))
+			case string:
+				shown[i] = a
+			default:
+				shown[i] = redacted("…")
+			}
+		}
+		msg = fmt.Sprintf(msg, shown...)
+	}
+	l.logger.LogAttrs(ctx, level, "gorm", slog.String("message", strings.TrimSpace(msg)))
 }
+
+// redacted is text that prints as itself under any verb (%v, %#v, %d).
+type redacted string
+
+func (r redacted) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, string(r)) }
 
 // ParamsFilter implements gorm.ParamsFilter: the statement gorm hands to
 // Trace keeps its placeholders and drops the values.
@@ -111,6 +136,10 @@ func (l *gormLogger) Trace(ctx context.Context, begin time.Time, fc func() (stri
 		msg   string
 	)
 	switch {
+	case err != nil && (errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled)) && l.level >= gormlogger.Error:
+		// Canceled by its caller (a client that went away): the statement
+		// did not fail, the caller stopped waiting for it.
+		level, msg = slog.LevelDebug, "sql canceled"
 	case err != nil && !errors.Is(err, gorm.ErrRecordNotFound) && l.level >= gormlogger.Error:
 		level, msg = slog.LevelError, "sql failed"
 	case l.slow > 0 && l.level >= gormlogger.Warn && time.Since(begin) > l.slow:

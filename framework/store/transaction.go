@@ -66,7 +66,7 @@ func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error)
 		pt.beginLen = len(begin)
 	} else {
 		for _, stmt := range begin {
-			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			if err := db.execBegin(ctx, conn, stmt, lockTimeout); err != nil {
 				// A failed begin may have left a transaction open or none
 				// (SQLite: BEGIN IMMEDIATE was busy): roll back whatever
 				// there is, and keep the connection either way.
@@ -107,6 +107,30 @@ func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error)
 		return err
 	}
 	return nil
+}
+
+// execBegin sends one statement of a begin that is not pipelined. A
+// statement the database refuses as busy (SQLite: another writer holds the
+// lock) is sent again until lockTimeout has passed, and not once the
+// context has ended: then the context's error is returned, so that a
+// client that went away is not taken for a lock timeout.
+func (db *DB) execBegin(ctx context.Context, conn *sql.Conn, stmt string, lockTimeout time.Duration) error {
+	until := time.Now().Add(lockTimeout)
+	for {
+		_, err := conn.ExecContext(ctx, stmt)
+		if err == nil {
+			return nil
+		}
+		if busy, _ := db.Dialect.classify(err); !busy {
+			return err
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		if !time.Now().Before(until) {
+			return err
+		}
+	}
 }
 
 // pinnedTx is the connection of one [DB.Write] transaction as gorm sees

@@ -36,6 +36,10 @@
 // which asks the provider for the payment's downstream key
 // ([Provider.Lookup]) and completes the payment with the charge it finds; a
 // charge the provider does not know is requested again under the same key.
+// A call still running when the request deadline runs out answers 503
+// unavailable, logged as the request deadline exceeded during the provider
+// call (not as a database outage); the record stays in progress until its
+// lease ends, and a retry or the recovery worker settles it the same way.
 // An attempt that died between phases is resumed from its recovery point:
 // one that died before step 1 committed left nothing behind, one that died
 // before step 3 committed is at [PointCreated] and asks the provider again

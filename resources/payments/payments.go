@@ -244,6 +244,15 @@ func (p *Payments) charge(ctx context.Context, run *postkeys.Run[Command], row *
 	callCtx, cancel := context.WithTimeout(ctx, p.cfg.ProviderTimeout)
 	defer cancel()
 	ch, err := p.provider.Charge(callCtx, row.chargeRequest())
+	if err != nil && ctx.Err() != nil {
+		// The attempt's own deadline (the request's) ran out during the
+		// call, before the provider timeout: say so, so that an operator
+		// looks at the provider. Nothing more can be recorded in time; the
+		// record is settled by a retry or the recovery worker.
+		return Charge{}, &framework.Error{Code: framework.CodeUnavailable,
+			Detail: "the deadline ran out during the payment provider call; retry with the same key",
+			Err:    fmt.Errorf("payments: charge %s: %w during the provider call", row.ID, context.Cause(ctx))}
+	}
 	if errors.Is(err, ErrProviderTimeout) || errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		p.engine.Logger().LogAttrs(ctx, slog.LevelWarn, "payment provider timeout",
 			slog.String("tenant", row.TenantID), slog.String("payment", row.ID), slog.Duration("timeout", p.cfg.ProviderTimeout))

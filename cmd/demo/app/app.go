@@ -68,6 +68,10 @@ type Config struct {
 	// ProviderTimeout bounds one call of payments to the sandbox provider.
 	// Defaults to [payments.DefaultProviderTimeout] (2s).
 	ProviderTimeout time.Duration
+	// ProviderFunc, for tests only, wraps the sandbox payment provider that
+	// payments calls (a provider that stalls, fails or counts calls).
+	// Defaults to nil: the sandbox itself.
+	ProviderFunc func(payments.Provider) payments.Provider
 	// Events configures the outbox relay and the ledger consumer (NATS or
 	// in process). Defaults to in process.
 	Events EventsConfig
@@ -168,7 +172,11 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	pay, err := payments.New(engine, keys, provider, payments.Config{ProviderTimeout: cfg.ProviderTimeout})
+	var charges payments.Provider = provider
+	if cfg.ProviderFunc != nil {
+		charges = cfg.ProviderFunc(provider)
+	}
+	pay, err := payments.New(engine, keys, charges, payments.Config{ProviderTimeout: cfg.ProviderTimeout})
 	if err != nil {
 		return nil, err
 	}
