@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -313,21 +314,22 @@ func problemCode(body []byte) string {
 	return p.Code
 }
 
-// readmeBlock returns the fenced code block of language lang in the README
-// that contains marker: the recipe a reader copies is the one that runs.
-func readmeBlock(t *testing.T, lang, marker string) string {
+// docBlock returns the fenced code block of language lang in the document
+// file (relative to the repository root) that contains marker: the recipe
+// a reader copies is the one that runs.
+func docBlock(t *testing.T, file, lang, marker string) string {
 	t.Helper()
-	readme, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile(filepath.Join("..", file))
 	if err != nil {
-		t.Fatalf("read README: %v", err)
+		t.Fatalf("read %s: %v", file, err)
 	}
-	for _, part := range strings.Split(string(readme), "```"+lang+"\n")[1:] {
+	for _, part := range strings.Split(string(doc), "```"+lang+"\n")[1:] {
 		block, _, ok := strings.Cut(part, "\n```")
 		if ok && strings.Contains(block, marker) {
 			return block + "\n"
 		}
 	}
-	t.Fatalf("README has no %s block with %q", lang, marker)
+	t.Fatalf("%s has no %s block with %q", file, lang, marker)
 	return ""
 }
 
@@ -395,7 +397,7 @@ r = post_once(session, os.environ["RETRYSAFE_BASE"] + op["path"], op["body"], ke
 print(json.dumps({"status": r.status_code, "body": r.text}))
 `
 
-// TestRecipePythonRequests runs the README's Python recipe against the
+// TestRecipePythonRequests runs the Python recipe of docs/clients.md against the
 // demo behind the fault proxy.
 func TestRecipePythonRequests(t *testing.T) {
 	t.Parallel()
@@ -403,7 +405,7 @@ func TestRecipePythonRequests(t *testing.T) {
 		t.Skipf("python3 with requests is not available (%v): install python3-requests to run the Python recipe", err)
 	}
 	script := filepath.Join(t.TempDir(), "recipe.py")
-	if err := os.WriteFile(script, []byte(readmeBlock(t, "python", "class RetrysafeRetry")+pythonDriver), 0o600); err != nil {
+	if err := os.WriteFile(script, []byte(docBlock(t, "docs/clients.md", "python", "class RetrysafeRetry")+pythonDriver), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	testdb.Run(t, func(t *testing.T, dsn string) {
@@ -432,17 +434,24 @@ func TestRecipePythonRequests(t *testing.T) {
 	})
 }
 
-// TestRecipeCurl runs the README's curl recipe against the demo behind the
-// fault proxy.
-func TestRecipeCurl(t *testing.T) {
-	t.Parallel()
+// skipWithoutCurl skips a test that runs a shell block of the
+// documentation when curl or bash is missing.
+func skipWithoutCurl(t *testing.T, what string) {
+	t.Helper()
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed: install curl to run the curl recipe")
+		t.Skipf("curl is not installed: install curl to run %s", what)
 	}
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash is not installed")
 	}
-	recipe := readmeBlock(t, "sh", "retrysafe_post()")
+}
+
+// TestRecipeCurl runs the curl recipe of docs/clients.md against the demo
+// behind the fault proxy.
+func TestRecipeCurl(t *testing.T) {
+	t.Parallel()
+	skipWithoutCurl(t, "the curl recipe")
+	recipe := docBlock(t, "docs/clients.md", "sh", "retrysafe_post()")
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		ce, proxy := recipeSetup(t, dsn)
 		ce.skipWithoutPayments(t)
@@ -477,4 +486,43 @@ func exitStderr(err error) string {
 		return string(ee.Stderr)
 	}
 	return ""
+}
+
+// TestREADMEWalkThrough runs the README's walk through the demo, as
+// written but for the address, with bash and curl: each answer is the one
+// its comment names, and the order it made is the one row it describes.
+func TestREADMEWalkThrough(t *testing.T) {
+	t.Parallel()
+	skipWithoutCurl(t, "the README's walk-through")
+	walk := docBlock(t, "README.md", "sh", "# Create: 201")
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		e := newEnv(t, dsn)
+		script := strings.ReplaceAll(walk, "localhost:8080", strings.TrimPrefix(e.srv.URL, "http://"))
+		cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", script+`echo; echo "id $ID"`)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("bash: %v: %s", err, exitStderr(err))
+		}
+		// A body ends without a newline, so the next status line follows it.
+		var statuses []int
+		for _, m := range regexp.MustCompile(`HTTP/1\.1 (\d{3}) `).FindAllStringSubmatch(string(out), -1) {
+			status, _ := strconv.Atoi(m[1])
+			statuses = append(statuses, status)
+		}
+		_, id, _ := strings.Cut(string(out), "\nid ")
+		id = strings.TrimSpace(id)
+		want := []int{http.StatusCreated, http.StatusCreated, http.StatusOK, http.StatusOK, http.StatusOK, http.StatusNoContent, http.StatusNotFound}
+		if fmt.Sprint(statuses) != fmt.Sprint(want) {
+			t.Fatalf("answers %v, want %v:\n%s", statuses, want, out)
+		}
+		if _, err := uuid.Parse(id); err != nil {
+			t.Fatalf("the walk-through's ID %q: %v", id, err)
+		}
+		if n := e.count("orders", ""); n != 1 {
+			t.Fatalf("%d orders, want the one the walk-through made", n)
+		}
+		if n := e.count("orders", "tenant_id = ? AND id = ? AND version = 4 AND note = ? AND deleted_at IS NOT NULL", "acme", strings.ToLower(id), "ring twice"); n != 1 {
+			t.Fatalf("order %s is not deleted at version 4 (create, replace, patch, delete) with its note", id)
+		}
+	})
 }

@@ -110,20 +110,20 @@ func TestProblemDetailsOnTheWire(t *testing.T) {
 	})
 }
 
-// TestREADMECodesMatchTheRegistry keeps the README's table of problem codes
-// equal to the demo's registry: the generic codes of wire/ plus the
-// business codes its resources register.
-func TestREADMECodesMatchTheRegistry(t *testing.T) {
+// TestDocCodesMatchTheRegistry keeps the table of problem codes in
+// docs/clients.md equal to the demo's registry: the generic codes of wire/
+// plus the business codes its resources register.
+func TestDocCodesMatchTheRegistry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, testdb.New(t, "sqlite"))
-	readme, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/clients.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, ok := strings.Cut(string(readme), "<!-- problem-codes -->")
+	_, table, ok := strings.Cut(string(doc), "<!-- problem-codes -->")
 	table, _, ok2 := strings.Cut(table, "<!-- /problem-codes -->")
 	if !ok || !ok2 {
-		t.Fatal("README has no problem-codes table")
+		t.Fatal("docs/clients.md has no problem-codes table")
 	}
 	row := regexp.MustCompile("^\\| (\\d{3}) \\| `([a-z0-9_]+)`[^|]* \\| (yes|no)")
 	documented := map[wire.Code]wire.CodeInfo{}
@@ -145,10 +145,10 @@ func TestREADMECodesMatchTheRegistry(t *testing.T) {
 		}
 		doc, ok := documented[info.Code]
 		if !ok || doc.Status != info.Status || doc.Retryable != info.Retryable {
-			t.Errorf("README documents %q as %+v; the registry says %d, retryable %v", info.Code, doc, info.Status, info.Retryable)
+			t.Errorf("docs/clients.md documents %q as %+v; the registry says %d, retryable %v", info.Code, doc, info.Status, info.Retryable)
 		}
 	}
 	if len(documented) != len(registered) {
-		t.Errorf("README lists %d codes, the registry holds %d", len(documented), len(registered))
+		t.Errorf("docs/clients.md lists %d codes, the registry holds %d", len(documented), len(registered))
 	}
 }
