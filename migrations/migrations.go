@@ -9,10 +9,10 @@
 //
 // [Apply] is the same machinery for any other embedded source (the example
 // resources' tables in resources/schema use it, and an application may too).
-// [Status] reads which of the framework's migrations are applied, changing
-// nothing (the retrysafe command's "migrate status").
-// Both are idempotent: every process may call them at start, and concurrent
-// starts against one PostgreSQL database take turns on an advisory lock.
+// Up and Apply are idempotent: every process may call them at start, and
+// concurrent starts against one PostgreSQL database take turns on an
+// advisory lock. [Status] reads which of the framework's migrations are
+// applied and changes nothing (the retrysafe command's "migrate status").
 //
 // A new migration is a pair of files with the same number, one per dialect,
 // so that both stores always have the same tables.
