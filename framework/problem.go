@@ -100,6 +100,14 @@ func (e *Engine) WriteProblem(w http.ResponseWriter, r *http.Request, err error)
 	writeProblem(w, r, e.logger, e.codes, err)
 }
 
+// RenderProblem is [Engine.RenderProblem] under the codes of c, for code
+// that renders a registered business code without an engine (the
+// operator's resolution of a record, postkeys.Resolve).
+func (c *Codes) RenderProblem(err error) (int, http.Header, []byte) {
+	status, h, body, _ := renderProblem(c, err)
+	return status, h, body
+}
+
 // RenderProblem is [Engine.RenderProblem] for the generic codes only, for
 // code that runs without an engine (authentication, unknown routes).
 func RenderProblem(err error) (int, http.Header, []byte) {

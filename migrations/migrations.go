@@ -9,8 +9,10 @@
 //
 // [Apply] is the same machinery for any other embedded source (the example
 // resources' tables in resources/schema use it, and an application may too).
-// Both are idempotent: every process may call them at start, and concurrent
-// starts against one PostgreSQL database take turns on an advisory lock.
+// Up and Apply are idempotent: every process may call them at start, and
+// concurrent starts against one PostgreSQL database take turns on an
+// advisory lock. [Status] reads which of the framework's migrations are
+// applied and changes nothing (the retrysafe command's "migrate status").
 //
 // A new migration is a pair of files with the same number, one per dialect,
 // so that both stores always have the same tables.
@@ -20,10 +22,14 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
+	"time"
 
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
 	"github.com/pressly/goose/v3/lock"
 )
 
@@ -44,8 +50,22 @@ func Up(ctx context.Context, db *sql.DB, dialect string) error {
 // versioned in versionTable. Each migration source needs a version table of
 // its own.
 func Apply(ctx context.Context, db *sql.DB, dialect string, source fs.FS, versionTable string) error {
+	provider, err := newProvider(db, dialect, source, versionTable)
+	if err != nil {
+		return err
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		return fmt.Errorf("migrations: up %s: %w", versionTable, err)
+	}
+	return nil
+}
+
+// newProvider is the goose provider of source's migrations for dialect,
+// versioned in versionTable (taking turns on an advisory lock on
+// PostgreSQL).
+func newProvider(db *sql.DB, dialect string, source fs.FS, versionTable string) (*goose.Provider, error) {
 	if versionTable == "" {
-		return fmt.Errorf("migrations: a version table name is required")
+		return nil, fmt.Errorf("migrations: a version table name is required")
 	}
 	var (
 		gooseDialect goose.Dialect
@@ -56,26 +76,81 @@ func Apply(ctx context.Context, db *sql.DB, dialect string, source fs.FS, versio
 		gooseDialect = goose.DialectPostgres
 		locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID(versionTable)))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		opts = append(opts, goose.WithSessionLocker(locker))
 	case "sqlite":
 		gooseDialect = goose.DialectSQLite3
 	default:
-		return fmt.Errorf("migrations: unknown dialect %q", dialect)
+		return nil, fmt.Errorf("migrations: unknown dialect %q", dialect)
 	}
 	fsys, err := fs.Sub(source, dialect)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	provider, err := goose.NewProvider(gooseDialect, db, fsys, append(opts, goose.WithTableName(versionTable))...)
 	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
+		return nil, fmt.Errorf("migrations: %w", err)
 	}
-	if _, err := provider.Up(ctx); err != nil {
-		return fmt.Errorf("migrations: up %s: %w", versionTable, err)
+	return provider, nil
+}
+
+// Migration is the state of one framework migration, as [Status] reads it.
+type Migration struct {
+	Version int64
+	// Name is the migration's file name.
+	Name    string
+	Applied bool
+	// AppliedAt is when it was applied (zero while pending).
+	AppliedAt time.Time
+}
+
+// Status reads which framework migrations are applied on db, without
+// changing anything: on a database that has none yet (no version table),
+// every migration is pending.
+func Status(ctx context.Context, db *sql.DB, dialect string) ([]Migration, error) {
+	provider, err := newProvider(db, dialect, files, VersionTable)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	var (
+		out   []Migration
+		exist = true
+	)
+	storeDialect := database.DialectPostgres
+	if dialect == "sqlite" {
+		storeDialect = database.DialectSQLite3
+	}
+	vs, err := database.NewStore(storeDialect, VersionTable)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	if ext, ok := vs.(database.StoreExtender); ok {
+		exist, err = ext.TableExists(ctx, db)
+		if errors.Is(err, errors.ErrUnsupported) && dialect == "sqlite" {
+			// goose asks PostgreSQL's catalog only.
+			err = db.QueryRowContext(ctx, "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?",
+				VersionTable).Scan(&exist)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("migrations: status: %w", err)
+		}
+	}
+	if !exist {
+		for _, src := range provider.ListSources() {
+			out = append(out, Migration{Version: src.Version, Name: filepath.Base(src.Path)})
+		}
+		return out, nil
+	}
+	status, err := provider.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: status: %w", err)
+	}
+	for _, st := range status {
+		out = append(out, Migration{Version: st.Source.Version, Name: filepath.Base(st.Source.Path),
+			Applied: st.State == goose.StateApplied, AppliedAt: st.AppliedAt})
+	}
+	return out, nil
 }
 
 // lockID derives the advisory lock of one version table, so that the

@@ -47,3 +47,43 @@ func TestUpCreatesOnlyTheFrameworksTables(t *testing.T) {
 		}
 	})
 }
+
+// TestStatusReadsAndChangesNothing: on an empty database every migration
+// is pending and Status creates no table (not even goose's version table);
+// after Up every one is applied.
+func TestStatusReadsAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		db, err := store.Open(ctx, dsn, store.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		status := func(wantApplied bool) {
+			t.Helper()
+			list, err := migrations.Status(ctx, db.SQL(), db.Dialect.Name())
+			if err != nil || len(list) < 4 {
+				t.Fatalf("Status = %+v, %v", list, err)
+			}
+			for i, m := range list {
+				if m.Applied != wantApplied || m.Version != int64(i+1) || m.Name == "" || m.AppliedAt.IsZero() == wantApplied {
+					t.Fatalf("migration %+v, want applied %v", m, wantApplied)
+				}
+			}
+		}
+		status(false)
+		query := "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+		if db.Dialect.Name() == "sqlite" {
+			query = "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+		}
+		var n int64
+		if err := db.Gorm.Raw(query).Scan(&n).Error; err != nil || n != 0 {
+			t.Fatalf("%d tables after Status (%v), want none", n, err)
+		}
+		if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+			t.Fatal(err)
+		}
+		status(true)
+	})
+}

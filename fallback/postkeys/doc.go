@@ -148,4 +148,12 @@
 // attempt: setting FailPointFunc changes none of them, so a test that
 // pauses or crashes an attempt there exercises the transactions production
 // commits.
+//
+// An operator settles what the recovery worker cannot: [Resolve] (or
+// [Adapter.Resolve]) completes a record whose outcome is unknown with the
+// answer the operator chose ([OutcomeSucceeded] with a reference, or
+// [OutcomeFailed] with a registered code), through the worker's fenced
+// takeover and with an audit row in the same transaction; it refuses a
+// record whose lease is live ([ErrLeaseHeld]). [RecordStore.List] and
+// [Cleanup] serve the same tooling (the retrysafe command).
 package postkeys

@@ -12,6 +12,9 @@ var (
 	// held by another request. Nothing the failed phase wrote was
 	// committed. A RunFunc or ReconcileFunc that gets it must stop and
 	// return it; the adapter then answers with the other attempt's outcome.
+	// [Resolve] returns it when another attempt (a retry, the recovery
+	// worker, another operator) took the record over between the
+	// resolution's read and its takeover: nothing was written.
 	ErrFenced = errors.New("postkeys: the attempt was fenced off by a newer attempt")
 
 	// ErrAbandoned is returned (wrapped) by [Run.FailPoint] and the adapter's
@@ -27,6 +30,26 @@ var (
 	// transaction it deferred its statement to, when a record of the key
 	// exists: a concurrent request with the key committed first.
 	ErrKeyTaken = errors.New("postkeys: a record of this key exists")
+
+	// ErrRecordNotFound is returned by [Resolve] when no record has the
+	// key.
+	ErrRecordNotFound = errors.New("postkeys: no such idempotency record")
+
+	// ErrLeaseHeld is returned by [Resolve] when the record is in progress
+	// and its lease is live on the database clock: an attempt is running,
+	// and may still finish. Nothing was written; resolve after the lease.
+	ErrLeaseHeld = errors.New("postkeys: a live attempt holds the record's lease")
+
+	// ErrNotResolvable is returned by [Resolve] when the record is
+	// completed: it has a final answer already.
+	ErrNotResolvable = errors.New("postkeys: the record is completed, not unknown")
+
+	// ErrInvalidResolution is returned (wrapped, with what is wrong) by
+	// [Resolve] for a resolution it cannot store: no actor or reason, a
+	// succeeded outcome without a reference or with a status outside 2xx
+	// or a body that is not JSON, a failed outcome whose code is not a
+	// registered, final rejection.
+	ErrInvalidResolution = errors.New("postkeys: invalid resolution")
 
 	// ErrRunning is returned by [Adapter.Start] when the workers are already
 	// running.

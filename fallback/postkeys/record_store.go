@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
+	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
 )
 
@@ -244,6 +245,47 @@ type RecordStore interface {
 	DeleteExpired(ctx context.Context, db *gorm.DB, limit int) (int64, error)
 	// Stats reads what the gauges show.
 	Stats(ctx context.Context, db *gorm.DB) (RecordStats, error)
+	// List lists up to p.Limit records that match p's filters, oldest
+	// creation first, with their Expired and LeaseExpired flags as of the
+	// database clock. It takes no lock and writes nothing.
+	List(ctx context.Context, db *gorm.DB, p ListParams) ([]Record, error)
+	// CountExpired counts the completed records past expires_at: what
+	// DeleteExpired would delete.
+	CountExpired(ctx context.Context, db *gorm.DB) (int64, error)
+	// Audit writes the audit row of an operator's resolution
+	// (idempotency_resolutions), stamped with the database clock. [Resolve]
+	// writes it in the transaction that completes the record.
+	Audit(ctx context.Context, db *gorm.DB, p AuditParams) error
+}
+
+// ListParams are the filters of [RecordStore.List]; a zero field does not
+// filter.
+type ListParams struct {
+	Tenant    string
+	Operation string
+	State     State
+	// OlderThan keeps the records created at least that long ago on the
+	// database clock.
+	OlderThan time.Duration
+	// Limit bounds the records listed. Required (positive).
+	Limit int
+}
+
+// AuditParams are the arguments of [RecordStore.Audit]: who resolved a
+// record, why, and to what.
+type AuditParams struct {
+	ID RecordID
+	// Fence is the fence of the resolution's takeover.
+	Fence int64
+	// From is the state the operator found.
+	From    State
+	Outcome Outcome
+	Status  int
+	// Reference (succeeded) or ErrorCode (failed).
+	Reference string
+	ErrorCode string
+	Actor     string
+	Reason    string
 }
 
 // RecordStoreConfig configures [NewRecordStore]. The zero value is ready to
@@ -470,6 +512,17 @@ WHERE state = 'completed' AND expires_at <= {now} AND (tenant_id, operation, ide
     SELECT tenant_id, operation, idem_key FROM idempotency_records
     WHERE state = 'completed' AND expires_at <= {now}
     ORDER BY expires_at LIMIT @limit)`,
+	"list": `SELECT ` + recordColumns + `,
+    CASE WHEN state = 'completed' AND expires_at <= {now} THEN 1 ELSE 0 END AS expired,
+    CASE WHEN locked_until IS NOT NULL AND locked_until <= {now} THEN 1 ELSE 0 END AS lease_expired
+FROM idempotency_records
+WHERE (@tenant = '' OR tenant_id = @tenant) AND (@operation = '' OR operation = @operation)
+    AND (@state = '' OR state = @state) AND created_at <= {older}
+ORDER BY created_at, tenant_id, operation, idem_key LIMIT @limit`,
+	"count_expired": `SELECT count(*) FROM idempotency_records WHERE state = 'completed' AND expires_at <= {now}`,
+	"audit": `INSERT INTO idempotency_resolutions (tenant_id, operation, key_hash, fence, from_state, outcome, status,
+    reference, error_code, actor, reason, resolved_at)
+VALUES (@tenant, @operation, @key_hash, @fence, @from, @outcome, @status, @ref, @code, @actor, @reason, {now})`,
 	"stats": `SELECT
     (SELECT {age_of_oldest} FROM idempotency_records WHERE state = 'in_progress') AS oldest_seconds,
     (SELECT count(*) FROM idempotency_records WHERE state = 'unknown') AS unknown`,
@@ -480,6 +533,7 @@ func newGormRecordStore(d recordDialect, offset func() time.Duration) *gormRecor
 		"{now}", d.now,
 		"{lease}", fmt.Sprintf(d.plus, "lease"),
 		"{ttl}", fmt.Sprintf(d.plus, "ttl"),
+		"{older}", fmt.Sprintf(d.plus, "older"),
 		"{next_fence}", d.nextFence,
 		"{age_of_oldest}", fmt.Sprintf(d.ageSeconds, "MIN(created_at)"),
 	)
@@ -700,6 +754,36 @@ func (s *gormRecordStore) Stats(ctx context.Context, db *gorm.DB) (RecordStats, 
 		stats.OldestInProgress = max(0, time.Duration(*row.OldestSeconds*float64(time.Second)))
 	}
 	return stats, nil
+}
+
+func (s *gormRecordStore) List(ctx context.Context, db *gorm.DB, p ListParams) ([]Record, error) {
+	if p.Limit <= 0 || p.OlderThan < 0 {
+		return nil, errors.New("postkeys: List needs a positive Limit and a non-negative OlderThan")
+	}
+	var rows []recordRow
+	args := s.args(RecordID{Tenant: p.Tenant, Operation: p.Operation}, map[string]any{"state": string(p.State),
+		"older": s.d.duration(-p.OlderThan), "limit": p.Limit})
+	if err := db.WithContext(ctx).Raw(s.sql["list"], args).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	recs := make([]Record, len(rows))
+	for i := range rows {
+		recs[i] = rows[i].record()
+	}
+	return recs, nil
+}
+
+func (s *gormRecordStore) CountExpired(ctx context.Context, db *gorm.DB) (int64, error) {
+	var n int64
+	err := db.WithContext(ctx).Raw(s.sql["count_expired"], s.args(RecordID{}, nil)).Scan(&n).Error
+	return n, err
+}
+
+func (s *gormRecordStore) Audit(ctx context.Context, db *gorm.DB, p AuditParams) error {
+	_, err := s.exec(ctx, db, "audit", s.args(p.ID, map[string]any{"key_hash": framework.KeyHash(p.ID.Key), "fence": p.Fence,
+		"from": string(p.From), "outcome": string(p.Outcome), "status": p.Status, "ref": nullable(p.Reference),
+		"code": nullable(p.ErrorCode), "actor": p.Actor, "reason": p.Reason}))
+	return err
 }
 
 // recordRow is the row shape of idempotency_records, with the flags Get

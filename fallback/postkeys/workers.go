@@ -114,12 +114,29 @@ type CleanupStats struct {
 // expires_at in batches of Config.CleanupBatchSize, one statement each,
 // until none is left. It never deletes in_progress or unknown records.
 func (a *Adapter) CleanupOnce(ctx context.Context) (CleanupStats, error) {
+	stats, err := Cleanup(ctx, a.db, a.records, a.cfg.CleanupBatchSize, nil)
+	if stats.Deleted > 0 {
+		a.logger.LogAttrs(ctx, slog.LevelInfo, "idempotency records expired",
+			slog.Int64("deleted", stats.Deleted), slog.Int("batches", stats.Batches))
+	}
+	return stats, err
+}
+
+// Cleanup is the janitor without an adapter, for an operator's tooling:
+// it deletes the completed records of db past expires_at in batches of
+// batchSize (one statement and one transaction each) until none is left,
+// and calls onBatch, when not nil, with each batch's count. It never
+// deletes in_progress or unknown records.
+func Cleanup(ctx context.Context, db *store.DB, records RecordStore, batchSize int, onBatch func(deleted int64)) (CleanupStats, error) {
 	var stats CleanupStats
+	if batchSize <= 0 {
+		return stats, errors.New("postkeys: Cleanup needs a positive batch size")
+	}
 	for ctx.Err() == nil {
 		var n int64
-		err := a.db.Write(ctx, func(tx *gorm.DB) error {
+		err := db.Write(ctx, func(tx *gorm.DB) error {
 			var err error
-			n, err = a.records.DeleteExpired(ctx, tx, a.cfg.CleanupBatchSize)
+			n, err = records.DeleteExpired(ctx, tx, batchSize)
 			return err
 		})
 		if err != nil {
@@ -127,13 +144,12 @@ func (a *Adapter) CleanupOnce(ctx context.Context) (CleanupStats, error) {
 		}
 		stats.Batches++
 		stats.Deleted += n
-		if n < int64(a.cfg.CleanupBatchSize) {
+		if onBatch != nil {
+			onBatch(n)
+		}
+		if n < int64(batchSize) {
 			break
 		}
-	}
-	if stats.Deleted > 0 {
-		a.logger.LogAttrs(ctx, slog.LevelInfo, "idempotency records expired",
-			slog.Int64("deleted", stats.Deleted), slog.Int("batches", stats.Batches))
 	}
 	return stats, ctx.Err()
 }

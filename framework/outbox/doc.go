@@ -45,4 +45,8 @@
 // [Config.Registerer]. With [Config.TracerProvider] every publish is a
 // producer span in the writing request's trace, and the event carries that
 // span's context to the consumer.
+//
+// An operator's tooling needs no relay: [ListParked] lists the parked
+// events, [Requeue] makes one pending again and [ReadStats] reads the
+// backlog (the retrysafe command's "outbox" subcommands).
 package outbox

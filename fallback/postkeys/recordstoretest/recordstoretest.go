@@ -50,6 +50,9 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		"JanitorDeletesOnlyExpiredCompletedInBatches": testJanitor,
 		"FenceNeverRepeatsAfterTheJanitor":            testFenceAfterJanitor,
 		"UnfinishedAndStats":                          testUnfinished,
+		"ListFiltersOnTheDatabaseClock":               testList,
+		"CountExpiredCountsWhatTheJanitorDeletes":     testCountExpired,
+		"AuditWritesOneRowByTheKeysHash":              testAudit,
 		"LockTimeoutIsClassified":                     testLockTimeout,
 		"ErrorsPassThroughUnclassified":               testErrors,
 	} {
@@ -641,5 +644,99 @@ func testCreate(t *testing.T, s *suite) {
 	}
 	if rec := s.mustGet("held"); rec.State != postkeys.StateInProgress || rec.Fence != held.Fence {
 		t.Fatalf("a failed Create changed the held record: %+v", rec)
+	}
+}
+
+func testList(t *testing.T, s *suite) {
+	s.insert("old")
+	s.h.Advance(time.Hour)
+	s.complete("done", s.insert("done").Fence)
+	u := s.insert("unknown")
+	if ok, err := s.h.Store.MarkUnknown(s.ctx, s.h.DB.Gorm, postkeys.MarkUnknownParams{ID: id("unknown"), Fence: u.Fence}); err != nil || !ok {
+		t.Fatalf("MarkUnknown = %v, %v", ok, err)
+	}
+	other := claimParams("other")
+	other.ID.Tenant = "t2"
+	if err := s.write(func(tx *gorm.DB) error { _, _, err := s.h.Store.Insert(s.ctx, tx, other); return err }); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(p postkeys.ListParams) []string {
+		t.Helper()
+		p.Limit = max(p.Limit, 10)
+		recs, err := s.h.Store.List(s.ctx, s.h.DB.Gorm, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range recs {
+			out = append(out, r.Key)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		p    postkeys.ListParams
+		want string
+	}{
+		{postkeys.ListParams{}, "[old done unknown other]"},
+		{postkeys.ListParams{Tenant: "t1"}, "[old done unknown]"},
+		{postkeys.ListParams{State: postkeys.StateUnknown}, "[unknown]"},
+		{postkeys.ListParams{State: postkeys.StateInProgress}, "[old other]"},
+		{postkeys.ListParams{OlderThan: 30 * time.Minute}, "[old]"},
+		{postkeys.ListParams{Operation: "none"}, "[]"},
+	} {
+		if got := fmt.Sprint(keys(c.p)); got != c.want {
+			t.Fatalf("List(%+v) = %s, want %s", c.p, got, c.want)
+		}
+	}
+	recs, err := s.h.Store.List(s.ctx, s.h.DB.Gorm, postkeys.ListParams{Tenant: "t1", Limit: 1})
+	if err != nil || len(recs) != 1 || recs[0].Key != "old" || !recs[0].LeaseExpired {
+		t.Fatalf("List limit 1 = %+v, %v: want old, its lease expired", recs, err)
+	}
+	if _, err := s.h.Store.List(s.ctx, s.h.DB.Gorm, postkeys.ListParams{}); err == nil {
+		t.Fatal("List without a limit did not fail")
+	}
+}
+
+func testCountExpired(t *testing.T, s *suite) {
+	s.complete("c1", s.insert("c1").Fence)
+	s.complete("c2", s.insert("c2").Fence)
+	s.insert("running")
+	count := func() int64 {
+		t.Helper()
+		n, err := s.h.Store.CountExpired(s.ctx, s.h.DB.Gorm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("CountExpired before expiry = %d", n)
+	}
+	s.h.Advance(2 * time.Hour)
+	if n := count(); n != 2 {
+		t.Fatalf("CountExpired = %d, want 2", n)
+	}
+	if n, err := s.h.Store.DeleteExpired(s.ctx, s.h.DB.Gorm, 10); err != nil || n != 2 {
+		t.Fatalf("DeleteExpired = %d, %v", n, err)
+	}
+}
+
+func testAudit(t *testing.T, s *suite) {
+	c := s.insert("k")
+	p := postkeys.AuditParams{ID: id("k"), Fence: c.Fence, From: postkeys.StateUnknown, Outcome: postkeys.OutcomeSucceeded,
+		Status: http.StatusCreated, Reference: "ch_1", Actor: "alice", Reason: "found"}
+	if err := s.write(func(tx *gorm.DB) error { return s.h.Store.Audit(s.ctx, tx, p) }); err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		KeyHash string
+		Actor   string
+		Fence   int64
+	}
+	if err := s.h.DB.Gorm.Raw("SELECT key_hash, actor, fence FROM idempotency_resolutions WHERE tenant_id = 't1'").Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].KeyHash == "k" || len(rows[0].KeyHash) != 64 || rows[0].Actor != "alice" || rows[0].Fence != c.Fence {
+		t.Fatalf("audit rows %+v, want one by the key's SHA-256", rows)
 	}
 }

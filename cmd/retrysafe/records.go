@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/resources/payments"
+	"github.com/retrysafe/retrysafe/resources/transfers"
+)
+
+// recordJSON is a record as -json prints it: the key's SHA-256, and the
+// raw key only with -show-keys.
+type recordJSON struct {
+	Tenant        string `json:"tenant"`
+	Operation     string `json:"operation"`
+	KeySHA256     string `json:"key_sha256"`
+	Key           string `json:"key,omitempty"`
+	State         string `json:"state"`
+	RecoveryPoint string `json:"recovery_point"`
+	Attempt       int64  `json:"attempt"`
+	Fence         int64  `json:"fence"`
+	// LockedUntil is the lease (null when none); LeaseExpired says whether
+	// it had passed on the database clock.
+	LockedUntil  *time.Time `json:"locked_until"`
+	LeaseExpired bool       `json:"lease_expired"`
+	Expired      bool       `json:"expired"`
+	ResourceRef  string     `json:"resource_ref,omitempty"`
+	ErrorCode    string     `json:"error_code,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	ExpiresAt    time.Time  `json:"expires_at"`
+	// The stored answer (show only).
+	Response *responseJSON `json:"response,omitempty"`
+}
+
+type responseJSON struct {
+	Status    int         `json:"status"`
+	Header    http.Header `json:"header"`
+	Body      string      `json:"body"`
+	Truncated bool        `json:"truncated"`
+}
+
+func toJSON(r postkeys.Record, showKey, withResponse bool) recordJSON {
+	out := recordJSON{Tenant: r.Tenant, Operation: r.Operation, KeySHA256: framework.KeyHash(r.Key), State: string(r.State),
+		RecoveryPoint: r.RecoveryPoint, Attempt: r.Attempt, Fence: r.Fence, LeaseExpired: r.LeaseExpired, Expired: r.Expired,
+		ResourceRef: r.ResourceRef, ErrorCode: r.ErrorCode, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ExpiresAt: r.ExpiresAt}
+	if showKey {
+		out.Key = r.Key
+	}
+	if !r.LockedUntil.IsZero() {
+		t := r.LockedUntil
+		out.LockedUntil = &t
+	}
+	if withResponse && r.ResponseStatus != 0 {
+		out.Response = &responseJSON{Status: r.ResponseStatus, Header: r.ResponseHeader, Body: string(r.ResponseBody), Truncated: r.Truncated}
+	}
+	return out
+}
+
+// openRecords opens the migrated database and its record store.
+func (c *cli) openRecords(ctx context.Context) (*store.DB, postkeys.RecordStore, error) {
+	db, err := c.open(ctx, false, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	records, err := postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{})
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return db, records, nil
+}
+
+func recordsList(c *cli, fs *flag.FlagSet) func(context.Context, []string) error {
+	var p postkeys.ListParams
+	var state string
+	fs.StringVar(&p.Tenant, "tenant", "", "only this tenant's records")
+	fs.StringVar(&p.Operation, "operation", "", `only this operation's records ("payments.create")`)
+	fs.StringVar(&state, "state", "", "only records in this state: in_progress, unknown or completed")
+	fs.DurationVar(&p.OlderThan, "older-than", 0, "only records created at least this long ago (database clock)")
+	fs.IntVar(&p.Limit, "limit", 100, "list at most this many records")
+	showKeys := fs.Bool("show-keys", false, "print the raw idempotency keys (default: their SHA-256 only)")
+	return func(ctx context.Context, args []string) error {
+		if len(args) > 0 {
+			return usageErr("records list takes no arguments, got %q", args)
+		}
+		switch postkeys.State(state) {
+		case "", postkeys.StateInProgress, postkeys.StateUnknown, postkeys.StateCompleted:
+			p.State = postkeys.State(state)
+		default:
+			return usageErr("-state %q: want in_progress, unknown or completed", state)
+		}
+		if p.Limit <= 0 || p.OlderThan < 0 {
+			return usageErr("-limit must be positive and -older-than not negative")
+		}
+		db, records, err := c.openRecords(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		recs, err := records.List(ctx, db.Gorm, p)
+		if err != nil {
+			return db.Classify(err)
+		}
+		out := make([]recordJSON, len(recs))
+		for i, r := range recs {
+			out[i] = toJSON(r, *showKeys, false)
+		}
+		if c.json {
+			return c.printJSON(out)
+		}
+		w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		keyColumn := "KEY_SHA256"
+		if *showKeys {
+			keyColumn = "KEY"
+		}
+		fmt.Fprintf(w, "TENANT\tOPERATION\t%s\tSTATE\tPOINT\tATTEMPT\tFENCE\tCREATED\tLEASE\n", keyColumn)
+		for _, r := range out {
+			key := r.KeySHA256[:16]
+			if *showKeys {
+				key = r.Key
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", r.Tenant, r.Operation, key, r.State, r.RecoveryPoint,
+				r.Attempt, r.Fence, r.CreatedAt.Format(time.RFC3339), lease(r))
+		}
+		return w.Flush()
+	}
+}
+
+func lease(r recordJSON) string {
+	switch {
+	case r.LockedUntil == nil:
+		return "-"
+	case r.LeaseExpired:
+		return "expired " + r.LockedUntil.Format(time.RFC3339)
+	}
+	return "live until " + r.LockedUntil.Format(time.RFC3339)
+}
+
+// recordFlags declares the flags that name one record.
+func recordFlags(fs *flag.FlagSet) *postkeys.RecordID {
+	var id postkeys.RecordID
+	fs.StringVar(&id.Tenant, "tenant", "", "the record's tenant (required)")
+	fs.StringVar(&id.Operation, "operation", "", `the record's operation, e.g. "payments.create" (required)`)
+	fs.StringVar(&id.Key, "key", "", "the idempotency key (required)")
+	return &id
+}
+
+func checkID(id *postkeys.RecordID, args []string) error {
+	if len(args) > 0 {
+		return usageErr("unexpected arguments %q", args)
+	}
+	if id.Tenant == "" || id.Operation == "" || id.Key == "" {
+		return usageErr("-tenant, -operation and -key are required")
+	}
+	return nil
+}
+
+func recordsShow(c *cli, fs *flag.FlagSet) func(context.Context, []string) error {
+	id := recordFlags(fs)
+	return func(ctx context.Context, args []string) error {
+		if err := checkID(id, args); err != nil {
+			return err
+		}
+		db, records, err := c.openRecords(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		rec, found, err := records.Get(ctx, db.Gorm, *id)
+		if err != nil {
+			return db.Classify(err)
+		}
+		if !found {
+			return fmt.Errorf("%w: tenant %q, operation %q, key sha256 %s", postkeys.ErrRecordNotFound, id.Tenant, id.Operation,
+				framework.KeyHash(id.Key))
+		}
+		out := toJSON(rec, false, true)
+		if c.json {
+			return c.printJSON(out)
+		}
+		w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		rows := [][2]string{{"tenant", out.Tenant}, {"operation", out.Operation}, {"key_sha256", out.KeySHA256},
+			{"state", out.State}, {"recovery_point", out.RecoveryPoint}, {"attempt", fmt.Sprint(out.Attempt)},
+			{"fence", fmt.Sprint(out.Fence)}, {"lease", lease(out)}, {"resource_ref", out.ResourceRef},
+			{"error_code", out.ErrorCode}, {"created_at", out.CreatedAt.Format(time.RFC3339Nano)},
+			{"updated_at", out.UpdatedAt.Format(time.RFC3339Nano)}, {"expires_at", out.ExpiresAt.Format(time.RFC3339Nano)}}
+		if r := out.Response; r != nil {
+			rows = append(rows, [2]string{"response_status", fmt.Sprint(r.Status)},
+				[2]string{"response_content_type", r.Header.Get("Content-Type")}, [2]string{"response_body", r.Body})
+		}
+		for _, row := range rows {
+			fmt.Fprintf(w, "%s\t%s\n", row[0], row[1])
+		}
+		return w.Flush()
+	}
+}
+
+// demoCodes are the codes a failed resolution may name: the generic codes
+// and the business codes of the demo's resources. An application's own
+// tool passes its engine's codes to postkeys.Resolve.
+func demoCodes() (*framework.Codes, error) {
+	codes := framework.NewCodes()
+	if err := codes.Register(payments.Codes()...); err != nil {
+		return nil, err
+	}
+	if err := codes.Register(transfers.Codes()...); err != nil {
+		return nil, err
+	}
+	return codes, nil
+}
+
+func recordsResolve(c *cli, fs *flag.FlagSet) func(context.Context, []string) error {
+	id := recordFlags(fs)
+	p := postkeys.ResolveParams{}
+	var outcome, body, code string
+	fs.StringVar(&outcome, "outcome", "", "succeeded or failed (required)")
+	fs.StringVar(&p.Reference, "reference", "", "succeeded: what the operation produced, e.g. the provider's charge ID (required)")
+	fs.IntVar(&p.Status, "status", 0, "succeeded: the 2xx status the record answers (default 200)")
+	fs.StringVar(&body, "body", "", `succeeded: the JSON body the record answers, or @FILE (default {"reference":REF})`)
+	fs.StringVar(&code, "code", "", "failed: the problem code the record answers, registered and final (e.g. card_declined)")
+	fs.StringVar(&p.Detail, "detail", "", "failed: the problem's detail")
+	fs.StringVar(&p.Actor, "actor", "", "who resolves, for the audit row (default $USER)")
+	fs.StringVar(&p.Reason, "reason", "", "why, for the audit row (required)")
+	fs.DurationVar(&p.TTL, "ttl", framework.DefaultRetention().ReplayWindow, "replay window of the resolved record")
+	return func(ctx context.Context, args []string) error {
+		if err := checkID(id, args); err != nil {
+			return err
+		}
+		p.ID, p.Outcome, p.Code = *id, postkeys.Outcome(outcome), framework.Code(code)
+		if p.Actor == "" {
+			p.Actor = c.getenv("USER")
+		}
+		if file, ok := strings.CutPrefix(body, "@"); ok {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return usageErr("-body: %v", err)
+			}
+			p.Body = b
+		} else if body != "" {
+			p.Body = []byte(body)
+		}
+		var err error
+		if p.Codes, err = demoCodes(); err != nil {
+			return err
+		}
+		db, records, err := c.openRecords(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		res, err := postkeys.Resolve(ctx, db, records, p)
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(map[string]any{"tenant": id.Tenant, "operation": id.Operation, "key_sha256": framework.KeyHash(id.Key),
+				"from": res.From, "outcome": p.Outcome, "fence": res.Fence, "status": res.Status, "body": string(res.Body)})
+		}
+		fmt.Fprintf(c.stdout, "resolved (was %s): the next retry with this key answers %d %s\n", res.From, res.Status, res.Body)
+		return nil
+	}
+}

@@ -1,0 +1,236 @@
+package postkeys
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/wire"
+)
+
+// Outcome is the final answer an operator chooses for a record whose
+// outcome is unknown.
+type Outcome string
+
+// The outcomes of [Resolve].
+const (
+	// OutcomeSucceeded: the operation happened (the operator found the
+	// charge at the provider); the record answers a 2xx with a reference.
+	OutcomeSucceeded Outcome = "succeeded"
+	// OutcomeFailed: it did not happen, or was refused; the record answers
+	// the problem of a registered code.
+	OutcomeFailed Outcome = "failed"
+)
+
+// DefaultResolveLease is how long a resolution's takeover holds the record
+// before the same transaction completes it ([ResolveParams.Lease]).
+const DefaultResolveLease = 30 * time.Second
+
+// ResolveParams are the arguments of [Resolve].
+type ResolveParams struct {
+	ID      RecordID
+	Outcome Outcome
+	// Reference names what the operation produced (a charge ID): the
+	// record's resource reference. Required for OutcomeSucceeded.
+	Reference string
+	// Status is the status a succeeded record answers. Defaults to 200;
+	// it must be 2xx.
+	Status int
+	// Body is the JSON body a succeeded record answers. Defaults to
+	// {"reference":Reference}.
+	Body []byte
+	// Code is the problem code a failed record answers: registered in
+	// Codes (a generic code, or one of the application's business codes),
+	// final (not retryable, 4xx or 5xx) and not a code that judges a
+	// request rather than an operation. Required for OutcomeFailed.
+	Code framework.Code
+	// Detail is the problem's detail. Defaults to none.
+	Detail string
+	// Codes is the registry Code is looked up in and rendered with: the
+	// application's (Engine.Codes). Defaults to the generic codes only.
+	Codes *framework.Codes
+	// Actor and Reason are written to the audit row: who resolved the
+	// record, and why. Required.
+	Actor  string
+	Reason string
+	// TTL is the replay window of the resolved record: expires_at =
+	// database clock + TTL. Defaults to
+	// [framework.DefaultRetention]'s ReplayWindow.
+	TTL time.Duration
+	// Lease is how long the takeover holds the record before the
+	// completion in its transaction. Defaults to [DefaultResolveLease].
+	Lease time.Duration
+	// MaxBody caps Body. Defaults to [DefaultMaxStoredBody].
+	MaxBody int
+}
+
+// Resolution is what [Resolve] stored.
+type Resolution struct {
+	// From is the state the record was in: unknown, or in_progress past
+	// its lease.
+	From State
+	// Fence is the fencing token of the resolution's takeover.
+	Fence  int64
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Resolve settles, by an operator's decision, a record whose outcome is
+// unknown (or that is in progress past its lease): the client's next
+// retry with the key replays the answer chosen here. It takes the record
+// over with the recovery worker's fenced takeover (one statement, on the
+// database clock, with a new fencing token), completes it and writes the
+// audit row ([RecordStore.Audit]) in one transaction, so that of a
+// resolution and a recovery worker (or a retry) racing for the record
+// exactly one wins; the other is fenced off.
+//
+// It returns [ErrRecordNotFound], [ErrLeaseHeld] while an attempt's lease
+// is live, [ErrNotResolvable] for a completed record, [ErrFenced] when
+// another attempt took the record first, and [ErrInvalidResolution];
+// in each case nothing was written. Database errors are classified by db
+// (store.ErrUnavailable, store.ErrLockTimeout).
+func Resolve(ctx context.Context, db *store.DB, records RecordStore, p ResolveParams) (Resolution, error) {
+	if db == nil || records == nil {
+		return Resolution{}, errors.New("postkeys: Resolve needs a database and a record store")
+	}
+	stored, err := p.response()
+	if err != nil {
+		return Resolution{}, err
+	}
+	rec, found, err := records.Get(ctx, db.Gorm, p.ID)
+	switch {
+	case err != nil:
+		return Resolution{}, db.Classify(err)
+	case !found:
+		return Resolution{}, ErrRecordNotFound
+	case rec.State == StateCompleted:
+		return Resolution{}, ErrNotResolvable
+	case rec.State == StateInProgress && !rec.LeaseExpired:
+		return Resolution{}, fmt.Errorf("%w (until %s, attempt %d)", ErrLeaseHeld, rec.LockedUntil.Format(time.RFC3339), rec.Attempt)
+	}
+	res := Resolution{From: rec.State, Status: stored.status, Header: stored.header, Body: stored.body}
+	err = db.Write(ctx, func(tx *gorm.DB) error {
+		c, ok, err := records.Takeover(ctx, tx, TakeoverParams{ID: p.ID, Fence: rec.Fence, From: rec.State, Lease: p.Lease})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrFenced
+		}
+		res.Fence = c.Fence
+		if ok, err = records.Complete(ctx, tx, CompleteParams{ID: p.ID, Fence: c.Fence, Status: stored.status,
+			Header: stored.header, Body: stored.body, Ref: stored.ref, ErrorCode: stored.errorCode, TTL: p.TTL}); err != nil {
+			return err
+		}
+		if !ok {
+			return ErrFenced
+		}
+		return records.Audit(ctx, tx, AuditParams{ID: p.ID, Fence: c.Fence, From: rec.State, Outcome: p.Outcome,
+			Status: stored.status, Reference: p.Reference, ErrorCode: stored.errorCode, Actor: p.Actor, Reason: p.Reason})
+	})
+	if err != nil {
+		return Resolution{}, err
+	}
+	return res, nil
+}
+
+// Resolve is [Resolve] on the adapter's database and record store, with
+// the engine's codes and replay window and the adapter's lease and body
+// cap as defaults.
+func (a *Adapter) Resolve(ctx context.Context, p ResolveParams) (Resolution, error) {
+	if p.Codes == nil {
+		p.Codes = a.engine.Codes()
+	}
+	if p.TTL == 0 {
+		p.TTL = a.engine.Retention().ReplayWindow
+	}
+	if p.Lease == 0 {
+		p.Lease = a.cfg.LeaseDuration
+	}
+	if p.MaxBody == 0 {
+		p.MaxBody = a.cfg.MaxStoredBody
+	}
+	return Resolve(ctx, a.db, a.records, p)
+}
+
+// response checks p and returns the response it stores, defaults applied.
+func (p *ResolveParams) response() (storedResponse, error) {
+	invalid := func(format string, args ...any) (storedResponse, error) {
+		return storedResponse{}, fmt.Errorf("%w: %s", ErrInvalidResolution, fmt.Sprintf(format, args...))
+	}
+	if p.ID.Tenant == "" || p.ID.Operation == "" || p.ID.Key == "" {
+		return invalid("a tenant, an operation and a key are required")
+	}
+	if strings.TrimSpace(p.Actor) == "" || strings.TrimSpace(p.Reason) == "" {
+		return invalid("an actor and a reason are required for the audit trail")
+	}
+	if p.TTL < 0 || p.Lease < 0 || p.MaxBody < 0 {
+		return invalid("TTL, Lease and MaxBody must not be negative")
+	}
+	if p.TTL == 0 {
+		p.TTL = framework.DefaultRetention().ReplayWindow
+	}
+	if p.Lease == 0 {
+		p.Lease = DefaultResolveLease
+	}
+	if p.MaxBody == 0 {
+		p.MaxBody = DefaultMaxStoredBody
+	}
+	switch p.Outcome {
+	case OutcomeSucceeded:
+		if p.Reference == "" {
+			return invalid("a succeeded outcome needs a reference")
+		}
+		if p.Code != "" {
+			return invalid("a succeeded outcome has no code")
+		}
+		if p.Status == 0 {
+			p.Status = http.StatusOK
+		}
+		if p.Status < 200 || p.Status > 299 {
+			return invalid("a succeeded outcome answers 2xx, not %d", p.Status)
+		}
+		body := p.Body
+		if body == nil {
+			body, _ = json.Marshal(map[string]string{"reference": p.Reference})
+		}
+		if !json.Valid(body) {
+			return invalid("the body of a succeeded outcome must be JSON")
+		}
+		if len(body) > p.MaxBody {
+			return invalid("the body is %d bytes, over the %d stored", len(body), p.MaxBody)
+		}
+		header := http.Header{}
+		header.Set(wire.HeaderContentType, "application/json; charset=utf-8")
+		return storedResponse{status: p.Status, header: header, body: body, ref: p.Reference}, nil
+	case OutcomeFailed:
+		if p.Code == "" {
+			return invalid("a failed outcome needs a code")
+		}
+		if p.Body != nil || p.Status != 0 {
+			return invalid("a failed outcome answers its code's problem: no body or status of its own")
+		}
+		info, ok := p.Codes.Lookup(p.Code)
+		switch {
+		case !ok:
+			return invalid("code %q is not registered", p.Code)
+		case info.Status < 400, info.Retryable, requestLevel(p.Code), info.Status == http.StatusUnauthorized,
+			info.Status == http.StatusForbidden, info.Status == http.StatusTooManyRequests:
+			return invalid("code %q (%d) is not a final answer of an operation", p.Code, info.Status)
+		}
+		status, h, body := p.Codes.RenderProblem(&framework.Error{Code: p.Code, Detail: p.Detail})
+		header := http.Header{}
+		header.Set(wire.HeaderContentType, h.Get(wire.HeaderContentType))
+		return storedResponse{status: status, header: header, body: body, ref: p.Reference, errorCode: string(p.Code)}, nil
+	}
+	return invalid("outcome %q is neither %q nor %q", p.Outcome, OutcomeSucceeded, OutcomeFailed)
+}

@@ -1,0 +1,294 @@
+package postkeys_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/internal/testdb"
+)
+
+// pausingWorker is a RecordStore whose ListUnfinished, once pauseNext was
+// called, signals reached after its read and waits for resume before it
+// returns: a recovery worker that has read a record (and its fence) and
+// not yet taken it over, outside any transaction.
+type pausingWorker struct {
+	postkeys.RecordStore
+	mu              sync.Mutex
+	reached, resume chan struct{}
+}
+
+func (p *pausingWorker) pauseNext() (reached, resume chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reached, p.resume = make(chan struct{}), make(chan struct{})
+	return p.reached, p.resume
+}
+
+func (p *pausingWorker) ListUnfinished(ctx context.Context, db *gorm.DB, limit int) ([]postkeys.Record, error) {
+	recs, err := p.RecordStore.ListUnfinished(ctx, db, limit)
+	p.mu.Lock()
+	reached, resume := p.reached, p.resume
+	p.reached, p.resume = nil, nil
+	p.mu.Unlock()
+	if reached != nil {
+		close(reached)
+		<-resume
+	}
+	return recs, err
+}
+
+// resolveHarness is the harness with a provider that can lose its answer
+// (the record is left unknown), a reconcile hook that can block, and the
+// unwrapped record store for the operator's Resolve.
+type resolveHarness struct {
+	*harness
+	records  postkeys.RecordStore
+	worker   *pausingWorker
+	mu       sync.Mutex
+	lose     bool
+	blockRec chan chan struct{}
+}
+
+func setupResolve(t *testing.T, dsn string) *resolveHarness {
+	rh := &resolveHarness{blockRec: make(chan chan struct{}, 1)}
+	rh.harness = setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
+		rh.records = cfg.Records
+		rh.worker = &pausingWorker{RecordStore: cfg.Records}
+		cfg.Records = rh.worker
+		w.afterPhase = func(int64) error {
+			rh.mu.Lock()
+			defer rh.mu.Unlock()
+			if rh.lose {
+				return errors.New("provider timeout")
+			}
+			return nil
+		}
+		w.reconcileErr = func() error {
+			select {
+			case entered := <-rh.blockRec:
+				// Tell the test the worker holds the lease, and wait.
+				entered <- struct{}{}
+				<-entered
+			default:
+			}
+			return nil
+		}
+	})
+	return rh
+}
+
+// unknown leaves the record of key unknown: the provider's answer is lost
+// after the phase committed.
+func (rh *resolveHarness) unknown(key string) {
+	rh.t.Helper()
+	rh.mu.Lock()
+	rh.lose = true
+	rh.mu.Unlock()
+	defer func() { rh.mu.Lock(); rh.lose = false; rh.mu.Unlock() }()
+	r := rh.post("/v1/widgets", tokenA, key, `{"name":"w"}`)
+	wantStatus(rh.t, r, http.StatusConflict)
+	if rec := rh.record("a", "widgets", key); rec.State != postkeys.StateUnknown {
+		rh.t.Fatalf("record %+v, want unknown", rec)
+	}
+}
+
+func (rh *resolveHarness) resolve(key string, p postkeys.ResolveParams) (postkeys.Resolution, error) {
+	p.ID = postkeys.RecordID{Tenant: "a", Operation: "widgets", Key: key}
+	if p.Actor == "" {
+		p.Actor, p.Reason = "alice", "ticket 42: charge found at the provider"
+	}
+	if p.Codes == nil {
+		p.Codes = framework.NewCodes()
+		if err := p.Codes.Register(framework.CodeInfo{Code: codeDeclined, Status: http.StatusPaymentRequired, Title: "Card declined"}); err != nil {
+			rh.t.Fatal(err)
+		}
+	}
+	return postkeys.Resolve(context.Background(), rh.db, rh.records, p)
+}
+
+func (rh *resolveHarness) audits(key string) int64 {
+	return rh.count("SELECT count(*) FROM idempotency_resolutions WHERE tenant_id = 'a' AND key_hash = ?", framework.KeyHash(key))
+}
+
+var succeeded = postkeys.ResolveParams{Outcome: postkeys.OutcomeSucceeded, Reference: "wd_by_hand", Status: http.StatusCreated,
+	Body: []byte(`{"id":"wd_by_hand","name":"w"}`)}
+
+// TestResolveUnknownReplaysTheOperatorsAnswer: an operator resolves an
+// unknown record; the client's retry replays that answer byte for byte,
+// nothing runs again, and one audit row names who and why (by the key's
+// hash). A failed outcome replays its code's problem.
+func TestResolveUnknownReplaysTheOperatorsAnswer(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		rh := setupResolve(t, dsn)
+		rh.unknown("k1")
+		res, err := rh.resolve("k1", succeeded)
+		if err != nil || res.From != postkeys.StateUnknown {
+			t.Fatalf("Resolve = %+v, %v", res, err)
+		}
+		retry := rh.post("/v1/widgets", tokenA, "k1", `{"name":"w"}`)
+		wantStatus(t, retry, http.StatusCreated)
+		if string(retry.Body) != string(succeeded.Body) || retry.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("retry %s %v", retry.Body, retry.Header)
+		}
+		if rh.widgets.runs.Load() != 1 || rh.widgets.reconciles.Load() != 0 || rh.widgets.provider.Load() != 0 {
+			t.Fatalf("runs %d reconciles %d provider calls %d", rh.widgets.runs.Load(), rh.widgets.reconciles.Load(), rh.widgets.provider.Load())
+		}
+		if n := rh.count("SELECT count(*) FROM idempotency_resolutions WHERE key_hash = ? AND actor = 'alice' AND outcome = 'succeeded' AND reference = 'wd_by_hand' AND status = 201 AND from_state = 'unknown' AND reason LIKE 'ticket 42%'",
+			framework.KeyHash("k1")); n != 1 {
+			t.Fatalf("audit rows = %d", n)
+		}
+		if n := rh.count("SELECT count(*) FROM idempotency_resolutions WHERE key_hash = 'k1'"); n != 0 {
+			t.Fatal("the audit row holds the raw key")
+		}
+		// Resolved once: a second resolution is refused.
+		if _, err := rh.resolve("k1", succeeded); !errors.Is(err, postkeys.ErrNotResolvable) {
+			t.Fatalf("second Resolve = %v", err)
+		}
+
+		rh.unknown("k2")
+		// A code that is not a final answer, or not registered: refused, nothing written.
+		for _, code := range []framework.Code{"no_such_code", framework.CodeValidationFailed, framework.CodeOutcomePending} {
+			if _, err := rh.resolve("k2", postkeys.ResolveParams{Outcome: postkeys.OutcomeFailed, Code: code}); !errors.Is(err, postkeys.ErrInvalidResolution) {
+				t.Fatalf("Resolve with %s = %v", code, err)
+			}
+		}
+		if rec := rh.record("a", "widgets", "k2"); rec.State != postkeys.StateUnknown || rh.audits("k2") != 0 {
+			t.Fatalf("a refused resolution wrote: %+v", rec)
+		}
+		if _, err := rh.resolve("k2", postkeys.ResolveParams{Outcome: postkeys.OutcomeFailed, Code: codeDeclined,
+			Detail: "refunded by hand"}); err != nil {
+			t.Fatal(err)
+		}
+		failed := rh.post("/v1/widgets", tokenA, "k2", `{"name":"w"}`)
+		wantStatus(t, failed, http.StatusPaymentRequired)
+		if failed.code(t) != string(codeDeclined) || !strings.Contains(string(failed.Body), "refunded by hand") ||
+			failed.Header.Get("Content-Type") != "application/problem+json" || failed.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("failed replay %s %v", failed.Body, failed.Header)
+		}
+		if _, err := rh.resolve("k-none", succeeded); !errors.Is(err, postkeys.ErrRecordNotFound) {
+			t.Fatalf("Resolve of no record = %v", err)
+		}
+	})
+}
+
+// TestResolveRefusesALiveLease: while the recovery worker's attempt holds
+// the lease (its reconcile hook is running), a resolution is refused and
+// writes nothing; the worker's answer stands. Adapter.Resolve answers a
+// succeeded outcome without a body with {"reference":…} and 200.
+func TestResolveRefusesALiveLease(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		rh := setupResolve(t, dsn)
+		rh.unknown("k1")
+		entered := make(chan struct{})
+		rh.blockRec <- entered
+		done := make(chan postkeys.RecoverStats)
+		go func() {
+			stats, err := rh.keys.RecoverOnce(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			done <- stats
+		}()
+		<-entered
+		before := rh.record("a", "widgets", "k1")
+		if _, err := rh.resolve("k1", succeeded); !errors.Is(err, postkeys.ErrLeaseHeld) {
+			t.Fatalf("Resolve during the worker's attempt = %v", err)
+		}
+		if after := rh.record("a", "widgets", "k1"); after.Fence != before.Fence || after.State != postkeys.StateInProgress || rh.audits("k1") != 0 {
+			t.Fatalf("a refused resolution wrote: %+v", after)
+		}
+		entered <- struct{}{}
+		if stats := <-done; stats.Completed != 1 {
+			t.Fatalf("worker %+v", stats)
+		}
+		if rec := rh.record("a", "widgets", "k1"); rec.State != postkeys.StateCompleted || rec.ResourceRef == succeeded.Reference {
+			t.Fatalf("record %+v", rec)
+		}
+
+		rh.unknown("k2")
+		if _, err := rh.keys.Resolve(context.Background(), postkeys.ResolveParams{ID: postkeys.RecordID{Tenant: "a", Operation: "widgets", Key: "k2"},
+			Outcome: postkeys.OutcomeSucceeded, Reference: "wd_x", Actor: "bob", Reason: "checked"}); err != nil {
+			t.Fatalf("Adapter.Resolve = %v", err)
+		}
+		if r := rh.post("/v1/widgets", tokenA, "k2", `{"name":"w"}`); r.Status != http.StatusOK || string(r.Body) != `{"reference":"wd_x"}` {
+			t.Fatalf("default answer %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// TestResolveRacingTheRecoveryWorker: a resolution and a recovery worker
+// go for one unknown record; exactly one wins and the other is fenced off.
+// First with the worker paused between its read and its takeover (the
+// operator wins), then both released at once, many times.
+func TestResolveRacingTheRecoveryWorker(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		rh := setupResolve(t, dsn)
+		ctx := context.Background()
+		rh.unknown("k0")
+		reached, resume := rh.worker.pauseNext()
+		done := make(chan postkeys.RecoverStats)
+		go func() {
+			stats, err := rh.keys.RecoverOnce(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- stats
+		}()
+		<-reached
+		if _, err := rh.resolve("k0", succeeded); err != nil {
+			t.Fatalf("Resolve while the worker is about to take over = %v", err)
+		}
+		close(resume)
+		if stats := <-done; stats.Skipped != 1 || stats.Completed != 0 || rh.widgets.reconciles.Load() != 0 {
+			t.Fatalf("worker after the resolution: %+v, %d reconciles", stats, rh.widgets.reconciles.Load())
+		}
+		if rec := rh.record("a", "widgets", "k0"); rec.ResourceRef != succeeded.Reference {
+			t.Fatalf("record %+v", rec)
+		}
+
+		for i := range 8 {
+			key := "race-" + string(rune('a'+i))
+			rh.unknown(key)
+			start := make(chan struct{})
+			var (
+				wg    sync.WaitGroup
+				stats postkeys.RecoverStats
+				wErr  error
+				rErr  error
+			)
+			wg.Add(2)
+			go func() { defer wg.Done(); <-start; stats, wErr = rh.keys.RecoverOnce(ctx) }()
+			go func() { defer wg.Done(); <-start; _, rErr = rh.resolve(key, succeeded) }()
+			close(start)
+			wg.Wait()
+			if wErr != nil {
+				t.Fatal(wErr)
+			}
+			operatorWon, workerWon := rErr == nil, stats.Completed == 1
+			if operatorWon == workerWon {
+				t.Fatalf("%s: operator %v (%v), worker %+v: want exactly one winner", key, operatorWon, rErr, stats)
+			}
+			if !operatorWon && !errors.Is(rErr, postkeys.ErrFenced) && !errors.Is(rErr, postkeys.ErrLeaseHeld) && !errors.Is(rErr, postkeys.ErrNotResolvable) {
+				t.Fatalf("%s: the losing resolution failed with %v", key, rErr)
+			}
+			rec := rh.record("a", "widgets", key)
+			if rec.State != postkeys.StateCompleted || (rec.ResourceRef == succeeded.Reference) != operatorWon {
+				t.Fatalf("%s: record %+v, operator won %v", key, rec, operatorWon)
+			}
+			if n := rh.audits(key); (n == 1) != operatorWon || n > 1 {
+				t.Fatalf("%s: %d audit rows, operator won %v", key, n, operatorWon)
+			}
+		}
+	})
+}
