@@ -80,9 +80,11 @@
 //     logged at Info, never as a server error; the request deadline
 //     ([Deadline]) running out stays a 503.
 //   - [TraceRequests], [TraceOutcome], [StartSpan], [TraceLogHandler]:
-//     OpenTelemetry spans on the application's TracerProvider (a span per
-//     request with pattern, operation, outcome and key hash; child spans
-//     for the steps) and trace IDs on log records.
+//     OpenTelemetry spans on the application's TracerProvider (the
+//     request's server span from otelgin, with pattern, operation, outcome
+//     and key hash; child spans for the steps, the store's transactions and
+//     the SQL statements, see store.Config.TracerProvider) and trace IDs
+//     on log records. The framework installs no global provider.
 //
 // Limits, so that no client and no outage holds the service:
 //   - [Deadline]: a deadline on every request (default 10s); a database

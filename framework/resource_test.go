@@ -14,10 +14,12 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/migrations"
 )
 
 // The test resource of the engine's contract tests: invoices, a typed model
@@ -125,6 +127,13 @@ type setupOptions struct {
 	logger     *slog.Logger
 	// engine adjusts the engine's configuration.
 	engine func(*framework.EngineConfig)
+	// resource adjusts the invoices resource.
+	resource func(*framework.Resource[InvoiceCommand, Invoice])
+	// tp traces the store and, through [framework.TraceRequests], the
+	// requests.
+	tp trace.TracerProvider
+	// outbox creates the framework's tables (outbox_events and the rest).
+	outbox bool
 }
 
 func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
@@ -133,11 +142,16 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 	for _, f := range opts {
 		f(&o)
 	}
-	db, err := store.Open(context.Background(), dsn, store.Config{LockTimeout: o.lockTimeout})
+	db, err := store.Open(context.Background(), dsn, store.Config{LockTimeout: o.lockTimeout, TracerProvider: o.tp})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
+	if o.outbox {
+		if err := migrations.Up(context.Background(), db.SQL(), db.Dialect.Name()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := db.Gorm.AutoMigrate(&Invoice{}, &InvoiceLine{}, &InvoiceEvent{}); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +164,11 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col, err := framework.NewCollection(engine, invoiceResource(o.mode))
+	res := invoiceResource(o.mode)
+	if o.resource != nil {
+		o.resource(&res)
+	}
+	col, err := framework.NewCollection(engine, res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +177,9 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 		t.Fatal(err)
 	}
 	router := gin.New()
+	if o.tp != nil {
+		router.Use(framework.TraceRequests("invoices", o.tp))
+	}
 	col.Mount(router.Group("/v1", framework.RequireAuth(auth, nil)))
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)

@@ -33,6 +33,9 @@
 // logs failed and slow SQL without parameter values and renders nothing it
 // does not log; use it for a *gorm.DB of your own too. [RedactError]
 // renders a database error for a log line without the values it may quote.
+// With [Config.TracerProvider], each [DB.Write] is a "store.write" span and
+// Open's pool traces every SQL statement and pgx batch (otelpgx, otelsql)
+// with its text and without its parameter values.
 //
 // The returned [DB] carries the [Dialect] (row locks) and [DB.Write],
 // which runs a function in one transaction; pass its *gorm.DB to every

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glebarez/sqlite"
-	"gorm.io/driver/postgres"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 )
 
@@ -55,6 +55,16 @@ type Config struct {
 	// request carries a deadline (the framework's Deadline middleware);
 	// give your own background work a context with a deadline too.
 	StatementTimeout time.Duration
+	// TracerProvider makes the store's spans: a span per [DB.Write]
+	// transaction ("store.write"), and, on the handle that [Open] creates,
+	// a span per SQL statement and per pgx batch (otelpgx on PostgreSQL,
+	// so that the pipelined transactions and snapshot reads, sent as pgx
+	// batches, are traced too; otelsql on SQLite). The SQL spans carry the
+	// statement's text with its placeholders, never its parameter values.
+	// [New] keeps the application's driver: instrument it there. Defaults
+	// to the global provider (otel.GetTracerProvider), which traces nothing
+	// until the application sets one.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) setDefaults() error {
@@ -76,6 +86,9 @@ func (c *Config) setDefaults() error {
 	if c.StatementTimeout == 0 {
 		c.StatementTimeout = 5 * time.Second
 	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = otel.GetTracerProvider()
+	}
 	return nil
 }
 
@@ -86,6 +99,7 @@ type DB struct {
 
 	lockTimeout      time.Duration
 	statementTimeout time.Duration
+	tracer           trace.Tracer
 }
 
 // New wraps an application's own *gorm.DB (PostgreSQL through
@@ -123,7 +137,8 @@ func New(ctx context.Context, gdb *gorm.DB, cfg Config) (*DB, error) {
 	if err := dialect.check(ctx, sqlDB); err != nil {
 		return nil, classify(dialect, err)
 	}
-	return &DB{Gorm: gdb, Dialect: dialect, lockTimeout: cfg.LockTimeout, statementTimeout: cfg.StatementTimeout}, nil
+	return &DB{Gorm: gdb, Dialect: dialect, lockTimeout: cfg.LockTimeout, statementTimeout: cfg.StatementTimeout,
+		tracer: cfg.TracerProvider.Tracer(tracerName)}, nil
 }
 
 // Open connects to the database named by dsn and wraps it with [New]:
@@ -143,6 +158,8 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 		dialector gorm.Dialector
 		dialect   Dialect
 		maxConns  = cfg.MaxOpenConns
+		pool      *sql.DB // the pool under dialector
+		err       error
 	)
 	switch {
 	case strings.HasPrefix(dsn, "sqlite:"):
@@ -150,8 +167,10 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 		if path == "" {
 			return nil, fmt.Errorf("%w: empty SQLite path", ErrUnknownDSN)
 		}
-		dialector = sqlite.Open(sqliteDSN(path, cfg.LockTimeout))
 		dialect = sqliteDialect{}
+		if dialector, pool, err = sqliteDialector(sqliteDSN(path, cfg.LockTimeout), cfg.TracerProvider); err != nil {
+			return nil, fmt.Errorf("store: open: %w", classify(dialect, err))
+		}
 		if maxConns == 0 {
 			maxConns = 4
 		}
@@ -160,8 +179,10 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		dialector = postgres.Open(pgDSN)
 		dialect = postgresDialect{}
+		if dialector, pool, err = postgresDialector(pgDSN, cfg.TracerProvider); err != nil {
+			return nil, fmt.Errorf("store: open: %w", classify(dialect, err))
+		}
 		if maxConns == 0 {
 			maxConns = 20
 		}
@@ -170,6 +191,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	}
 	gdb, err := gorm.Open(dialector, gcfg)
 	if err != nil {
+		_ = pool.Close()
 		return nil, fmt.Errorf("store: open: %w", classify(dialect, err))
 	}
 	sqlDB, err := gdb.DB()

@@ -3,9 +3,13 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/store"
@@ -87,6 +91,61 @@ func TestDialectContract(t *testing.T) {
 		var v int
 		if err := db.Gorm.Raw("SELECT v FROM kv WHERE k = 'a'").Scan(&v).Error; err != nil || v != 1 {
 			t.Fatalf("v = %d (%v), want 1: the rollback and the timed-out write left no trace", v, err)
+		}
+	})
+}
+
+// TestSQLSpansRedactErrors: a statement the database refuses, quoting the
+// value it refused, leaves no trace of that value in the SQL spans.
+func TestSQLSpansRedactErrors(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		db, err := store.Open(context.Background(), dsn, store.Config{TracerProvider: tp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		const secret = "secret-value-4711"
+		query := "SELECT CAST(? AS uuid)"
+		if db.Dialect.Name() == "sqlite" {
+			query = "SELECT json(?)" // malformed JSON: refused
+		}
+		// otelpgx traces only under a recording span, as in a request.
+		ctx, root := tp.Tracer("test").Start(context.Background(), "request")
+		gdb := db.Gorm.WithContext(ctx)
+		err = gdb.Exec(query, secret).Error
+		if err == nil {
+			t.Fatal("the database took a value it must refuse")
+		}
+		if db.Dialect.Name() == "postgres" && !strings.Contains(err.Error(), secret) {
+			// The refusal quotes the value: the case the redaction is for.
+			t.Fatalf("PostgreSQL's refusal %v does not quote the value", err)
+		}
+		root.End()
+		var errored int
+		for _, s := range rec.Ended() {
+			if s.Status().Code == codes.Error {
+				errored++
+			}
+			texts := []string{s.Name(), s.Status().Description}
+			for _, ev := range s.Events() {
+				for _, a := range ev.Attributes {
+					texts = append(texts, a.Value.Emit())
+				}
+			}
+			for _, a := range s.Attributes() {
+				texts = append(texts, a.Value.Emit())
+			}
+			for _, text := range texts {
+				if strings.Contains(text, secret) {
+					t.Fatalf("span %q carries the refused value: %q", s.Name(), text)
+				}
+			}
+		}
+		if errored == 0 {
+			t.Fatal("no SQL span recorded the failure")
 		}
 	})
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 )
@@ -39,6 +41,8 @@ func (db *DB) Write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 }
 
 func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error) {
+	ctx, span := db.tracer.Start(ctx, "store.write", trace.WithAttributes(attribute.String("db.system.name", db.Dialect.Name())))
+	defer func() { endSpan(span, err) }()
 	sqlDB, err := db.Gorm.DB()
 	if err != nil {
 		return err

@@ -75,16 +75,17 @@ type Config struct {
 	// Events configures the outbox relay and the ledger consumer (NATS or
 	// in process). Defaults to in process.
 	Events EventsConfig
-	// TracerProvider traces requests, their steps and event consumption.
-	// Defaults to a no-op provider.
+	// TracerProvider traces requests (otelgin), their steps, the store's
+	// transactions and SQL statements, and event publishing and
+	// consumption. Defaults to a no-op provider.
 	TracerProvider trace.TracerProvider
 	// RequestDeadline bounds every request ([framework.Deadline]): a
 	// database that does not answer gives 503 unavailable by then. Defaults
 	// to [framework.DefaultRequestDeadline] (10s).
 	RequestDeadline time.Duration
 	// Store configures the database pool (timeouts, pool size: MaxOpenConns
-	// defaults to [store.Config]'s); its LockTimeout and Logger are taken
-	// from the fields above.
+	// defaults to [store.Config]'s); its LockTimeout, Logger and
+	// TracerProvider are taken from the fields above.
 	Store store.Config
 }
 
@@ -118,7 +119,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	storeCfg := cfg.Store
-	storeCfg.LockTimeout, storeCfg.Logger = cfg.LockTimeout, cfg.Logger
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = noop.NewTracerProvider()
+	}
+	storeCfg.LockTimeout, storeCfg.Logger, storeCfg.TracerProvider = cfg.LockTimeout, cfg.Logger, cfg.TracerProvider
 	db, err := store.Open(ctx, cfg.DSN, storeCfg)
 	if err != nil {
 		return nil, err
@@ -181,9 +185,6 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		return nil, err
 	}
 
-	if cfg.TracerProvider == nil {
-		cfg.TracerProvider = noop.NewTracerProvider()
-	}
 	events, err := newEvents(engine, registry, cfg.TracerProvider, cfg.Events, cfg.Logger)
 	if err != nil {
 		return nil, err
@@ -191,7 +192,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 
 	router := gin.New()
 	framework.UseProblemHandlers(router, cfg.Logger)
-	router.Use(framework.TraceRequests(cfg.TracerProvider))
+	router.Use(framework.TraceRequests("retrysafe-demo", cfg.TracerProvider))
 	router.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
 	router.Use(framework.Deadline(cfg.RequestDeadline), framework.StorableText())
 	router.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
