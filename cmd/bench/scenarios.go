@@ -26,6 +26,15 @@ type scenario struct {
 	next    func(cl *client) request
 }
 
+// baselines names the scenarios sc's throughput is compared with, naive
+// first; a baseline is compared with none.
+func (sc *scenario) baselines() []string {
+	if sc.name == "naive" {
+		return nil
+	}
+	return []string{"naive"}
+}
+
 // The request bodies of the bench.
 var (
 	orderBody = []byte(`{"customer":"cus_1","currency":"EUR","items":[` +
