@@ -158,6 +158,22 @@ func printTable(w io.Writer, rep *Report) {
 	_ = tw.Flush()
 	fmt.Fprintln(w, "\n× naive, rounds: the median over the rounds of req/s ÷ naive's req/s in the same round.")
 	fmt.Fprintln(w, "× naive, medians: the ratio of the medians, req/s ÷ naive's req/s as printed above.")
+	likeForLike := false
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, r := range rep.Results {
+		for _, x := range r.Ratios {
+			if x.Baseline == "naive" {
+				continue
+			}
+			if !likeForLike {
+				fmt.Fprintln(w, "\nAgainst the like-for-like baselines (the same two ratios):")
+				fmt.Fprintln(tw, "scenario\tbaseline\t×, rounds\t×, medians\t")
+				likeForLike = true
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t\n", r.Scenario, x.Baseline, x.MedianOfRounds, x.OfMedians)
+		}
+	}
+	_ = tw.Flush()
 	for _, r := range rep.Results {
 		if h := r.HotKey; h != nil {
 			fmt.Fprintf(w, "\nhot-key: %d keys, %d first effects, %d replays, %d × 409 request_in_progress, %d other answers (target 0)\n",
