@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,7 +63,10 @@ func TestBenchRunsEveryScenario(t *testing.T) {
 			t.Parallel()
 			chart := filepath.Join(t.TempDir(), "bench.svg")
 			rep, table := runBench(t, "-db", dbFlag(t, dialect), "-chart", chart)
-			want := scenarios()
+			want, err := selectScenarios("", dialect)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if len(rep.Results) != len(want) {
 				t.Fatalf("%d results, want %d", len(rep.Results), len(want))
 			}
@@ -78,7 +82,7 @@ func TestBenchRunsEveryScenario(t *testing.T) {
 				if r.Scenario != want[i].name {
 					t.Fatalf("result %d is %q, want %q", i, r.Scenario, want[i].name)
 				}
-				if r.ReqPerSec <= 0 || r.Requests <= 0 || r.P50Ms <= 0 || r.P99Ms < r.P50Ms || r.RatioToNaive <= 0 {
+				if r.ReqPerSec <= 0 || r.Requests <= 0 || r.P50Ms <= 0 || r.P99Ms < r.P50Ms || (r.Scenario != "naive" && len(r.Ratios) == 0) {
 					t.Errorf("%s: implausible figures %+v", r.Scenario, r)
 				}
 				if !r.AllowNon2xx && r.Non2xx != 0 {
@@ -107,6 +111,26 @@ func TestBenchRunsEveryScenario(t *testing.T) {
 				if !strings.Contains(table, r.Scenario) {
 					t.Errorf("the table lacks %s", r.Scenario)
 				}
+			}
+			// Every baseline that ran is compared with, floor on
+			// PostgreSQL only.
+			ran := map[string]bool{}
+			for _, sc := range want {
+				ran[sc.name] = true
+			}
+			for i, r := range rep.Results {
+				var bases []string
+				for _, x := range r.Ratios {
+					bases = append(bases, x.Baseline)
+				}
+				wantBases := slices.DeleteFunc(want[i].baselines(), func(b string) bool { return !ran[b] })
+				if !slices.Equal(bases, wantBases) {
+					t.Errorf("%s: compared with %v, want %v", r.Scenario, bases, wantBases)
+				}
+			}
+			putCreate := rep.Results[slices.IndexFunc(rep.Results, func(r Result) bool { return r.Scenario == "put-create" })]
+			if _, ok := putCreate.against("floor"); ok != (dialect == "postgres") {
+				t.Errorf("put-create against the floor on %s: %v\n%s", dialect, ok, table)
 			}
 			if dialect == "postgres" && pgCPU == 0 {
 				t.Error("PostgreSQL used no CPU in any scenario")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"net/http"
@@ -83,7 +84,7 @@ type naiveView struct {
 
 // newNaive opens gorm with its defaults (default transaction on, logger
 // silent) on the demo's pool and creates the baseline's tables.
-func newNaive(pool *sql.DB, dialect string) (*gin.Engine, error) {
+func newNaive(pool *sql.DB, dialect string) (*gin.Engine, *gorm.DB, error) {
 	var dialector gorm.Dialector
 	switch dialect {
 	case "postgres":
@@ -91,41 +92,35 @@ func newNaive(pool *sql.DB, dialect string) (*gin.Engine, error) {
 	case "sqlite":
 		dialector = sqlite.Dialector{Conn: pool}
 	default:
-		return nil, errors.New("bench: unknown dialect " + dialect)
+		return nil, nil, errors.New("bench: unknown dialect " + dialect)
 	}
 	db, err := gorm.Open(dialector, &gorm.Config{Logger: logger.Discard})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := db.AutoMigrate(&naiveOrder{}, &naiveItem{}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r := gin.New()
-	r.POST("/naive/orders", func(c *gin.Context) {
-		var cmd naiveCommand
-		if err := c.ShouldBindJSON(&cmd); err != nil {
-			c.JSON(http.StatusBadRequest, gin.H{"error": err.Error()})
+	create := func(c *gin.Context, insert func(ctx context.Context, o *naiveOrder) error) {
+		o, ok := bindNaive(c)
+		if !ok {
 			return
 		}
-		now := time.Now().UTC()
-		o := naiveOrder{TenantID: "acme", ID: uuid.NewString(), Status: "draft", Customer: cmd.Customer,
-			Currency: cmd.Currency, Note: cmd.Note, Version: 1, CreatedAt: now, UpdatedAt: now}
-		for i, it := range cmd.Items {
-			cents, ok := parseCents(it.UnitPrice)
-			if !ok {
-				c.JSON(http.StatusBadRequest, gin.H{"error": "bad unit_price"})
-				return
-			}
-			o.TotalCents += cents * it.Quantity
-			o.Items = append(o.Items, naiveItem{Position: i, SKU: it.SKU, Quantity: it.Quantity, UnitPriceCents: cents})
-		}
-		if err := db.WithContext(c.Request.Context()).Create(&o).Error; err != nil {
+		if err := insert(c.Request.Context(), &o); err != nil {
 			c.JSON(http.StatusInternalServerError, gin.H{"error": "insert failed"})
 			return
 		}
 		c.Header("Location", "/naive/orders/"+o.ID)
 		c.JSON(http.StatusCreated, o.view())
-	})
+	}
+	createOrder := func(c *gin.Context) {
+		create(c, func(ctx context.Context, o *naiveOrder) error { return db.WithContext(ctx).Create(o).Error })
+	}
+	r.POST("/naive/orders", createOrder)
+	if err := mountBaselines(r, db, dialect, create, createOrder); err != nil {
+		return nil, nil, err
+	}
 	r.GET("/naive/orders/:id", func(c *gin.Context) {
 		var o naiveOrder
 		err := db.WithContext(c.Request.Context()).Preload("Items").
@@ -139,7 +134,30 @@ func newNaive(pool *sql.DB, dialect string) (*gin.Engine, error) {
 			c.JSON(http.StatusOK, o.view())
 		}
 	})
-	return r, nil
+	return r, db, nil
+}
+
+// bindNaive binds and checks the order body as the naive handler does; it
+// answers 400 itself when the body is bad.
+func bindNaive(c *gin.Context) (naiveOrder, bool) {
+	var cmd naiveCommand
+	if err := c.ShouldBindJSON(&cmd); err != nil {
+		c.JSON(http.StatusBadRequest, gin.H{"error": err.Error()})
+		return naiveOrder{}, false
+	}
+	now := time.Now().UTC()
+	o := naiveOrder{TenantID: "acme", ID: uuid.NewString(), Status: "draft", Customer: cmd.Customer,
+		Currency: cmd.Currency, Note: cmd.Note, Version: 1, CreatedAt: now, UpdatedAt: now}
+	for i, it := range cmd.Items {
+		cents, ok := parseCents(it.UnitPrice)
+		if !ok {
+			c.JSON(http.StatusBadRequest, gin.H{"error": "bad unit_price"})
+			return naiveOrder{}, false
+		}
+		o.TotalCents += cents * it.Quantity
+		o.Items = append(o.Items, naiveItem{Position: i, SKU: it.SKU, Quantity: it.Quantity, UnitPriceCents: cents})
+	}
+	return o, true
 }
 
 func (o *naiveOrder) view() naiveView {

@@ -39,7 +39,7 @@ type JanitorPoint struct {
 }
 
 func (b *bench) runScale(ctx context.Context) (*ScaleReport, error) {
-	scs, err := selectScenarios("put-create,put-replay,post-local-create,post-local-replay")
+	scs, err := selectScenarios("put-create,put-replay,post-local-create,post-local-replay", b.db.Dialect)
 	if err != nil {
 		return nil, err
 	}

@@ -20,10 +20,27 @@ type scenario struct {
 	allowNon2xx bool
 	// hot scenarios send one key or ID from every client at once.
 	hot bool
+	// postgresOnly scenarios are left out on SQLite.
+	postgresOnly bool
 	// prepare creates what the scenario replays or reads, through the
 	// HTTP API, before the timed rounds.
 	prepare func(ctx context.Context, l *loader, n int) error
 	next    func(cl *client) request
+}
+
+// baselines names the scenarios sc's throughput is compared with, naive
+// first: a create also with the naive create that writes the same outbox
+// event and with the floor, a replay also with the naive replay.
+func (sc *scenario) baselines() []string {
+	switch sc.name {
+	case "naive":
+		return nil
+	case "put-create", "legacy-post-create", "post-local-create":
+		return []string{"naive", "naive-outbox", "floor"}
+	case "put-replay", "legacy-post-replay", "post-local-replay":
+		return []string{"naive", "naive-replay"}
+	}
+	return []string{"naive"}
 }
 
 // The request bodies of the bench.
@@ -64,6 +81,7 @@ func scenarios() []*scenario {
 		legacyKeys   []string
 		transferReqs []request
 		paymentKeys  []string
+		replayKeys   []string
 	)
 	pick := func(cl *client, n int) int { return (cl.id*7919 + cl.n) % n }
 	// createOrders creates orders through the API until ids holds n.
@@ -79,6 +97,28 @@ func scenarios() []*scenario {
 			return nil
 		}
 	}
+	// keyedPosts prepares n POSTs of body to path, each with a new key
+	// (prefix-replay-…), and
+	// returns the scenario's next request: one of them again.
+	keyedPosts := func(prefix, path string, body []byte, keys *[]string) (func(ctx context.Context, l *loader, n int) error, func(cl *client) request) {
+		prepare := func(ctx context.Context, l *loader, n int) error {
+			for range n {
+				k := prefix + "-replay-" + uuid.NewString()
+				if err := l.must(ctx, request{method: http.MethodPost, path: path, body: body, key: k}, http.StatusCreated); err != nil {
+					return err
+				}
+				*keys = append(*keys, k)
+			}
+			return nil
+		}
+		next := func(cl *client) request {
+			return request{method: http.MethodPost, path: path, body: body, key: (*keys)[pick(cl, len(*keys))]}
+		}
+		return prepare, next
+	}
+	prepareNaiveReplay, nextNaiveReplay := keyedPosts("naive", "/naive/replay/orders", orderBody, &replayKeys)
+	prepareLegacyReplay, nextLegacyReplay := keyedPosts("legacy", "/v1/orders", orderBody, &legacyKeys)
+	preparePaymentReplay, nextPaymentReplay := keyedPosts("payment", "/v1/payments", paymentBody, &paymentKeys)
 	// put-replay, patch-replay and get share their orders, which none of
 	// them changes; patch changes its own.
 	prepareOrders := createOrders(&orderIDs)
@@ -86,6 +126,24 @@ func scenarios() []*scenario {
 		{
 			name: "naive", about: "gin + gorm db.Create of the order and its items in gorm's default transaction, no idempotency",
 			next: func(*client) request { return request{method: http.MethodPost, path: "/naive/orders", body: orderBody} },
+		},
+		{
+			name: "naive-outbox", about: "naive, plus an order.created outbox row in the same gorm transaction, drained by a polling relay",
+			next: func(*client) request {
+				return request{method: http.MethodPost, path: "/naive/outbox/orders", body: orderBody}
+			},
+		},
+		{
+			name: "floor", about: "the order, its items and the outbox row as one pgx batch: one round trip, no ORM, no checks",
+			postgresOnly: true,
+			next: func(*client) request {
+				return request{method: http.MethodPost, path: "/naive/floor/orders", body: orderBody}
+			},
+		},
+		{
+			name: "naive-replay", about: "a hand-written Idempotency-Key middleware's replay: SHA-256 of the body, one row read by primary key, its bytes written",
+			prepare: prepareNaiveReplay,
+			next:    nextNaiveReplay,
 		},
 		{
 			name: "naive-get", about: "gin + gorm read of an order and its items",
@@ -141,19 +199,8 @@ func scenarios() []*scenario {
 		},
 		{
 			name: "legacy-post-replay", about: "the same legacy POST again",
-			prepare: func(ctx context.Context, l *loader, n int) error {
-				for i := range n {
-					k := "legacy-replay-" + strconv.Itoa(i) + "-" + uuid.NewString()
-					if err := l.must(ctx, request{method: http.MethodPost, path: "/v1/orders", body: orderBody, key: k}, http.StatusCreated); err != nil {
-						return err
-					}
-					legacyKeys = append(legacyKeys, k)
-				}
-				return nil
-			},
-			next: func(cl *client) request {
-				return request{method: http.MethodPost, path: "/v1/orders", body: orderBody, key: legacyKeys[pick(cl, len(legacyKeys))]}
-			},
+			prepare: prepareLegacyReplay,
+			next:    nextLegacyReplay,
 		},
 		{
 			name: "post-local-create", about: "POST /v1/transfers (local mode) between two of 1000 accounts, new key",
@@ -197,19 +244,8 @@ func scenarios() []*scenario {
 		},
 		{
 			name: "payments-replay", about: "the same payment again",
-			prepare: func(ctx context.Context, l *loader, n int) error {
-				for range n {
-					k := "payment-replay-" + uuid.NewString()
-					if err := l.must(ctx, request{method: http.MethodPost, path: "/v1/payments", body: paymentBody, key: k}, http.StatusCreated); err != nil {
-						return err
-					}
-					paymentKeys = append(paymentKeys, k)
-				}
-				return nil
-			},
-			next: func(cl *client) request {
-				return request{method: http.MethodPost, path: "/v1/payments", body: paymentBody, key: paymentKeys[pick(cl, len(paymentKeys))]}
-			},
+			prepare: preparePaymentReplay,
+			next:    nextPaymentReplay,
 		},
 		{
 			name: "hot-key", hot: true, allowNon2xx: true,
@@ -250,22 +286,25 @@ func (l *loader) createNaive(ctx context.Context) (string, error) {
 
 // selectScenarios keeps the named scenarios (all when names is empty),
 // in their run order. A scenario that reads what another prepares pulls
-// the preparation along.
-func selectScenarios(names string) ([]*scenario, error) {
-	all := scenarios()
-	if names == "" {
-		return all, nil
-	}
+// the preparation along. A PostgreSQL-only scenario is left out on
+// another dialect, named or not.
+func selectScenarios(names, dialect string) ([]*scenario, error) {
 	want := map[string]bool{}
 	for n := range strings.SplitSeq(names, ",") {
 		want[strings.TrimSpace(n)] = true
 	}
 	var out []*scenario
-	for _, sc := range all {
-		if want[sc.name] {
-			out = append(out, sc)
-			delete(want, sc.name)
+	for _, sc := range scenarios() {
+		if names != "" && !want[sc.name] {
+			continue
 		}
+		delete(want, sc.name)
+		if !sc.postgresOnly || dialect == "postgres" {
+			out = append(out, sc)
+		}
+	}
+	if names == "" {
+		return out, nil
 	}
 	for n := range want {
 		return nil, fmt.Errorf("bench: unknown scenario %q", n)

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -34,6 +35,9 @@ type benchServer struct {
 	app   *app.App
 	naive http.Handler
 	pool  int
+	// stopRelay ends the naive outbox's relay; relayDone closes after.
+	stopRelay context.CancelFunc
+	relayDone chan struct{}
 }
 
 func newBenchServer(ctx context.Context, dsn string, pool int) (*benchServer, error) {
@@ -42,7 +46,7 @@ func newBenchServer(ctx context.Context, dsn string, pool int) (*benchServer, er
 	if err != nil {
 		return nil, err
 	}
-	naive, err := newNaive(a.DB.SQL(), a.DB.Dialect.Name())
+	naive, naiveDB, err := newNaive(a.DB.SQL(), a.DB.Dialect.Name())
 	if err != nil {
 		_ = a.Close()
 		return nil, err
@@ -51,10 +55,20 @@ func newBenchServer(ctx context.Context, dsn string, pool int) (*benchServer, er
 		_ = a.Close()
 		return nil, err
 	}
-	return &benchServer{app: a, naive: naive, pool: a.DB.SQL().Stats().MaxOpenConnections}, nil
+	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
+	s := &benchServer{app: a, naive: naive, pool: a.DB.SQL().Stats().MaxOpenConnections, stopRelay: stopRelay, relayDone: make(chan struct{})}
+	go func() {
+		defer close(s.relayDone)
+		runNaiveRelay(relayCtx, naiveDB, a.DB.Dialect.Name(), slog.Default())
+	}()
+	return s, nil
 }
 
-func (s *benchServer) Close() error { return s.app.Close() }
+func (s *benchServer) Close() error {
+	s.stopRelay()
+	<-s.relayDone
+	return s.app.Close()
+}
 
 func (s *benchServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch p := r.URL.Path; {

@@ -31,7 +31,7 @@ type SoakSample struct {
 // (hot-key and the naive baseline left out), in slices of 5 s, sampling the
 // server after each slice.
 func (b *bench) runSoak(ctx context.Context) (*SoakReport, error) {
-	all, err := selectScenarios("")
+	all, err := selectScenarios("", b.db.Dialect)
 	if err != nil {
 		return nil, err
 	}
