@@ -102,6 +102,14 @@ func FuzzCanonicalJSON(f *testing.F) {
 			return // e.g. an exponent beyond int range
 		}
 		again, err := CanonicalJSON(canon)
+		if err != nil && strings.Contains(err.Error(), "a number longer than") {
+			// The bound is on a number's spelling in a request: a spelling
+			// within it ("111…1.13", 63 characters) can have a canonical
+			// form past it ("111…113e-2", 65), which a second pass then
+			// refuses. Production hashes the canonical form and never
+			// canonicalizes it again.
+			return
+		}
 		if err != nil || !bytes.Equal(canon, again) {
 			t.Fatalf("not idempotent: %s → %s (%v)", canon, again, err)
 		}
