@@ -125,7 +125,34 @@ func newInsertPlan(db *gorm.DB, table string, model reflect.Type) *insertPlan {
 	}
 	head.WriteString(") VALUES ")
 	pl.head = head.String()
+	if !pl.matchesGorm(db, table, model) {
+		return nil
+	}
 	return pl
+}
+
+// matchesGorm reports whether gorm, the version the application brings,
+// spells the INSERT of one row of model into table as the plan does (the
+// same text, the same number of arguments): a plan is only a faster way to
+// send gorm's own statement, and a gorm that writes it differently (a
+// column order, a clause, a quoting of its own) gets its own way.
+func (pl *insertPlan) matchesGorm(db *gorm.DB, table string, model reflect.Type) bool {
+	dry := db.Session(&gorm.Session{DryRun: true, SkipHooks: true, NewDB: true}).
+		Table(table).Omit(clause.Associations).Create(reflect.New(model).Interface())
+	if dry.Error != nil {
+		return false
+	}
+	var want strings.Builder
+	want.WriteString(pl.head)
+	want.WriteByte('(')
+	for j := range pl.fields {
+		if j > 0 {
+			want.WriteByte(',')
+		}
+		want.WriteString(placeholder(db, j+1))
+	}
+	want.WriteByte(')')
+	return dry.Statement.SQL.String() == want.String() && len(dry.Statement.Vars) == len(pl.fields)
 }
 
 // plainValue reports whether gorm passes f's value to the driver as it is:
