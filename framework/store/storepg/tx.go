@@ -48,7 +48,7 @@ type queued struct {
 	sql  string
 	args []any
 	wrap func(error) error
-	// scan, when set, is the dry-run query (store.Find) whose rows this
+	// scan, when set, is the dry-run query (pipeline.Find) whose rows this
 	// statement returns: they are scanned into its destination.
 	scan *gorm.DB
 }
