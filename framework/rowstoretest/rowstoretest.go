@@ -14,13 +14,14 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // Widget is the suite's resource model: a unique name per tenant and child
 // rows.
 type Widget struct {
-	framework.System
+	collection.System
 	Name  string `gorm:"not null;uniqueIndex:idx_widgets_name,expression:tenant_id,priority:1;uniqueIndex:idx_widgets_name,priority:2"`
 	Color string `gorm:"not null;index:idx_widgets_color,expression:tenant_id,priority:1;index:idx_widgets_color,priority:2"`
 	Parts []Part `gorm:"foreignKey:TenantID,WidgetID;references:TenantID,ID"`
@@ -35,19 +36,19 @@ type Part struct {
 }
 
 var (
-	parts   = framework.ChildTable{Table: "parts", ParentColumn: "widget_id"}
-	preload = []framework.Preload{{Field: "Parts", OrderBy: "position"}}
+	parts   = collection.ChildTable{Table: "parts", ParentColumn: "widget_id"}
+	preload = []collection.Preload{{Field: "Parts", OrderBy: "position"}}
 	columns = []string{"version", "status", "fingerprint", "updated_at", "name", "color"}
 )
 
 func widget(tenant string, id uuid.UUID, name string, at time.Time) *Widget {
-	return &Widget{System: framework.System{TenantID: tenant, ID: id, Version: 1, Status: "active",
+	return &Widget{System: collection.System{TenantID: tenant, ID: id, Version: 1, Status: "active",
 		CreateFingerprint: "v1:create", Fingerprint: "v1:create", CreatedAt: at, UpdatedAt: at}, Name: name, Color: "red"}
 }
 
 // Run runs the contract on fresh databases from open, a parallel subtest
 // per concern.
-func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Driver) framework.RowStore) {
+func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Driver) collection.RowStore) {
 	t.Helper()
 	s := suite{open: open, newStore: newStore, ctx: context.Background(), now: time.Now().UTC().Truncate(time.Microsecond)}
 	for _, tc := range []struct {
@@ -74,13 +75,13 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Dr
 // the time its rows are written at.
 type suite struct {
 	open     func(t *testing.T) *store.DB
-	newStore func(store.Driver) framework.RowStore
+	newStore func(store.Driver) collection.RowStore
 	ctx      context.Context
 	now      time.Time
 }
 
 // setup opens a fresh database with the contract's tables.
-func (s suite) setup(t *testing.T) (*store.DB, framework.RowStore) {
+func (s suite) setup(t *testing.T) (*store.DB, collection.RowStore) {
 	t.Helper()
 	db := s.open(t)
 	if err := db.Gorm.AutoMigrate(&Widget{}, &Part{}); err != nil {
@@ -96,7 +97,7 @@ func (s suite) testInsertOnConflict(t *testing.T) {
 	id := uuid.New()
 	insert := func(w *Widget) bool {
 		t.Helper()
-		ok, err := rs.Insert(ctx, db.Gorm, framework.InsertRowParams{Table: "widgets", Row: w})
+		ok, err := rs.Insert(ctx, db.Gorm, collection.InsertRowParams{Table: "widgets", Row: w})
 		if err != nil {
 			t.Fatalf("Insert: %v", err)
 		}
@@ -115,14 +116,14 @@ func (s suite) testInsertOnConflict(t *testing.T) {
 	if got.Name != "a" || !got.CreatedAt.Equal(now) {
 		t.Fatalf("the conflicting insert changed the row: %+v", got)
 	}
-	_, err := rs.Insert(ctx, db.Gorm, framework.InsertRowParams{Table: "widgets", Row: widget("t1", uuid.New(), "a", now)})
-	if !errors.Is(err, framework.ErrUniqueViolation) {
+	_, err := rs.Insert(ctx, db.Gorm, collection.InsertRowParams{Table: "widgets", Row: widget("t1", uuid.New(), "a", now)})
+	if !errors.Is(err, collection.ErrUniqueViolation) {
 		t.Fatalf("a duplicate unique name = %v, want ErrUniqueViolation", err)
 	}
 	// A text the database cannot store (PostgreSQL: NUL) is refused as
 	// ErrUnstorableText, or stored.
-	_, err = rs.Insert(ctx, db.Gorm, framework.InsertRowParams{Table: "widgets", Row: widget("t1", uuid.New(), "nul\x00name", now)})
-	if err != nil && !errors.Is(err, framework.ErrUnstorableText) {
+	_, err = rs.Insert(ctx, db.Gorm, collection.InsertRowParams{Table: "widgets", Row: widget("t1", uuid.New(), "nul\x00name", now)})
+	if err != nil && !errors.Is(err, collection.ErrUnstorableText) {
 		t.Fatalf("a NUL in a text = %v, want nil or ErrUnstorableText", err)
 	}
 }
@@ -137,7 +138,7 @@ func (s suite) testCreateOfANewKey(t *testing.T) {
 	db, rs := s.setup(t)
 	id := uuid.New()
 	if err := db.Write(ctx, func(tx *gorm.DB) error {
-		return rs.Create(ctx, tx, framework.InsertRowParams{Table: "widgets", Row: widget("t1", id, "a", now)})
+		return rs.Create(ctx, tx, collection.InsertRowParams{Table: "widgets", Row: widget("t1", id, "a", now)})
 	}); err != nil {
 		t.Fatalf("Create of a new key: %v", err)
 	}
@@ -146,19 +147,19 @@ func (s suite) testCreateOfANewKey(t *testing.T) {
 	}
 	other := uuid.New()
 	err := db.Write(ctx, func(tx *gorm.DB) error {
-		if _, err := rs.Insert(ctx, tx, framework.InsertRowParams{Table: "widgets", Row: widget("t1", other, "o", now)}); err != nil {
+		if _, err := rs.Insert(ctx, tx, collection.InsertRowParams{Table: "widgets", Row: widget("t1", other, "o", now)}); err != nil {
 			return err
 		}
-		return rs.Create(ctx, tx, framework.InsertRowParams{Table: "widgets", Row: widget("t1", id, "b", now)})
+		return rs.Create(ctx, tx, collection.InsertRowParams{Table: "widgets", Row: widget("t1", id, "b", now)})
 	})
-	if !errors.Is(err, framework.ErrUniqueViolation) {
+	if !errors.Is(err, collection.ErrUniqueViolation) {
 		t.Fatalf("Create of an existing key = %v, want ErrUniqueViolation", err)
 	}
 	if got := read(t, db, rs, "t1", id, false); got.Name != "a" {
 		t.Fatalf("Create of an existing key changed it: %+v", got)
 	}
 	var w Widget
-	if ok, err := rs.Read(ctx, db.Gorm, framework.ReadRowParams{Key: key("t1", other), Dest: &w}); ok || err != nil {
+	if ok, err := rs.Read(ctx, db.Gorm, collection.ReadRowParams{Key: key("t1", other), Dest: &w}); ok || err != nil {
 		t.Fatalf("the transaction of a failed Create committed: %t, %v", ok, err)
 	}
 }
@@ -176,7 +177,7 @@ func (s suite) testConcurrentInsertsOfOneKey(t *testing.T) {
 		wg.Go(func() {
 			errs[i] = db.Write(ctx, func(tx *gorm.DB) error {
 				var err error
-				inserted[i], err = rs.Insert(ctx, tx, framework.InsertRowParams{Table: "widgets", Row: widget("t1", id, fmt.Sprint("w", i), now)})
+				inserted[i], err = rs.Insert(ctx, tx, collection.InsertRowParams{Table: "widgets", Row: widget("t1", id, fmt.Sprint("w", i), now)})
 				return err
 			})
 		})
@@ -206,7 +207,7 @@ func (s suite) testReadTheDatabaseClock(t *testing.T) {
 	mustInsert(t, db, rs, widget("t1", id, "a", now))
 	insertParts(t, db, rs, id, "x")
 	var last time.Time
-	check := func(name string, p framework.ReadRowParams, tx *gorm.DB, wantFound bool) {
+	check := func(name string, p collection.ReadRowParams, tx *gorm.DB, wantFound bool) {
 		t.Helper()
 		var at time.Time
 		p.Dest, p.Now = &Widget{}, &at
@@ -221,15 +222,15 @@ func (s suite) testReadTheDatabaseClock(t *testing.T) {
 		}
 		last = at
 	}
-	check("a miss", framework.ReadRowParams{Key: key("t1", uuid.New())}, db.Gorm, false)
-	check("another tenant's row", framework.ReadRowParams{Key: key("t2", id)}, db.Gorm, false)
-	check("a row", framework.ReadRowParams{Key: key("t1", id)}, db.Gorm, true)
-	check("a row with its child rows", framework.ReadRowParams{Key: key("t1", id), Preload: preload}, db.Gorm, true)
+	check("a miss", collection.ReadRowParams{Key: key("t1", uuid.New())}, db.Gorm, false)
+	check("another tenant's row", collection.ReadRowParams{Key: key("t2", id)}, db.Gorm, false)
+	check("a row", collection.ReadRowParams{Key: key("t1", id)}, db.Gorm, true)
+	check("a row with its child rows", collection.ReadRowParams{Key: key("t1", id), Preload: preload}, db.Gorm, true)
 	if err := db.Write(ctx, func(tx *gorm.DB) error {
-		check("a miss in a transaction", framework.ReadRowParams{Key: key("t1", uuid.New())}, tx, false)
-		check("a row in a transaction", framework.ReadRowParams{Key: key("t1", id), LiveOnly: true}, tx, true)
-		check("a locked read", framework.ReadRowParams{Key: key("t1", id), ForUpdate: true, Preload: preload}, tx, true)
-		check("a locked miss", framework.ReadRowParams{Key: key("t1", uuid.New()), ForUpdate: true}, tx, false)
+		check("a miss in a transaction", collection.ReadRowParams{Key: key("t1", uuid.New())}, tx, false)
+		check("a row in a transaction", collection.ReadRowParams{Key: key("t1", id), LiveOnly: true}, tx, true)
+		check("a locked read", collection.ReadRowParams{Key: key("t1", id), ForUpdate: true, Preload: preload}, tx, true)
+		check("a locked miss", collection.ReadRowParams{Key: key("t1", uuid.New()), ForUpdate: true}, tx, false)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -243,7 +244,7 @@ func (s suite) testReadAndLockedRead(t *testing.T) {
 	id := uuid.New()
 	mustInsert(t, db, rs, widget("t1", id, "a", now))
 	var w Widget
-	if ok, err := rs.Read(ctx, db.Gorm, framework.ReadRowParams{Key: key("t2", id), Dest: &w}); ok || err != nil {
+	if ok, err := rs.Read(ctx, db.Gorm, collection.ReadRowParams{Key: key("t2", id), Dest: &w}); ok || err != nil {
 		t.Fatalf("Read of another tenant's row = %t, %v", ok, err)
 	}
 	// A locked read holds the row: a concurrent fenced update waits
@@ -252,13 +253,13 @@ func (s suite) testReadAndLockedRead(t *testing.T) {
 	go func() {
 		done <- db.Write(ctx, func(tx *gorm.DB) error {
 			var cur Widget
-			if ok, err := rs.Read(ctx, tx, framework.ReadRowParams{Key: key("t1", id), Dest: &cur, ForUpdate: true}); !ok || err != nil {
+			if ok, err := rs.Read(ctx, tx, collection.ReadRowParams{Key: key("t1", id), Dest: &cur, ForUpdate: true}); !ok || err != nil {
 				return fmt.Errorf("locked read = %t, %w", ok, err)
 			}
 			close(locked)
 			<-release
 			cur.Version, cur.Name = 2, "by-lock-holder"
-			ok, err := rs.Update(ctx, tx, framework.UpdateRowParams{Key: key("t1", id), Version: 1, Row: &cur, Columns: columns})
+			ok, err := rs.Update(ctx, tx, collection.UpdateRowParams{Key: key("t1", id), Version: 1, Row: &cur, Columns: columns})
 			if !ok || err != nil {
 				return fmt.Errorf("lock holder's update = %t, %w", ok, err)
 			}
@@ -271,7 +272,7 @@ func (s suite) testReadAndLockedRead(t *testing.T) {
 		second <- db.Write(ctx, func(tx *gorm.DB) error {
 			next := widget("t1", id, "by-waiter", now)
 			next.Version = 2
-			ok, err := rs.Update(ctx, tx, framework.UpdateRowParams{Key: key("t1", id), Version: 1, Row: next, Columns: columns})
+			ok, err := rs.Update(ctx, tx, collection.UpdateRowParams{Key: key("t1", id), Version: 1, Row: next, Columns: columns})
 			if err == nil && ok {
 				return errors.New("the waiter's fenced update applied over the lock holder's")
 			}
@@ -299,11 +300,11 @@ func (s suite) testFencedUpdate(t *testing.T) {
 	mustInsert(t, db, rs, widget("t1", id, "a", now))
 	next := widget("t1", id, "b", now)
 	next.Version, next.Fingerprint, next.UpdatedAt = 2, "v1:next", now.Add(time.Minute)
-	if ok, err := rs.Update(ctx, db.Gorm, framework.UpdateRowParams{Key: key("t1", id), Version: 1, Row: next, Columns: columns}); !ok || err != nil {
+	if ok, err := rs.Update(ctx, db.Gorm, collection.UpdateRowParams{Key: key("t1", id), Version: 1, Row: next, Columns: columns}); !ok || err != nil {
 		t.Fatalf("Update = %t, %v", ok, err)
 	}
 	stale := widget("t1", id, "c", now)
-	if ok, err := rs.Update(ctx, db.Gorm, framework.UpdateRowParams{Key: key("t1", id), Version: 1, Row: stale, Columns: columns}); ok || err != nil {
+	if ok, err := rs.Update(ctx, db.Gorm, collection.UpdateRowParams{Key: key("t1", id), Version: 1, Row: stale, Columns: columns}); ok || err != nil {
 		t.Fatalf("stale Update = %t, %v", ok, err)
 	}
 	got := read(t, db, rs, "t1", id, false)
@@ -313,7 +314,7 @@ func (s suite) testFencedUpdate(t *testing.T) {
 	other := widget("t1", uuid.New(), "z", now)
 	mustInsert(t, db, rs, other)
 	other.Name, other.Version = "b", 2
-	if _, err := rs.Update(ctx, db.Gorm, framework.UpdateRowParams{Key: key("t1", other.ID), Version: 1, Row: other, Columns: columns}); !errors.Is(err, framework.ErrUniqueViolation) {
+	if _, err := rs.Update(ctx, db.Gorm, collection.UpdateRowParams{Key: key("t1", other.ID), Version: 1, Row: other, Columns: columns}); !errors.Is(err, collection.ErrUniqueViolation) {
 		t.Fatalf("Update to a taken unique name = %v, want ErrUniqueViolation", err)
 	}
 }
@@ -328,7 +329,7 @@ func (s suite) testChildRows(t *testing.T) {
 	if got := read(t, db, rs, "t1", id, true); len(got.Parts) != 3 || got.Parts[0].Label != "x" || got.Parts[2].Label != "z" {
 		t.Fatalf("preloaded parts: %+v", got.Parts)
 	}
-	if err := rs.DeleteChildren(ctx, db.Gorm, framework.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id}); err != nil {
+	if err := rs.DeleteChildren(ctx, db.Gorm, collection.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id}); err != nil {
 		t.Fatal(err)
 	}
 	if got := read(t, db, rs, "t1", id, true); len(got.Parts) != 0 {
@@ -360,13 +361,13 @@ func (s suite) testChildRowsOfTheVersionRead(t *testing.T) {
 				rows[i] = Part{TenantID: "t1", WidgetID: id, Position: i, Label: label}
 			}
 			err := db.Write(ctx, func(tx *gorm.DB) error {
-				if ok, err := rs.Update(ctx, tx, framework.UpdateRowParams{Key: key("t1", id), Version: v - 1, Row: next, Columns: columns}); !ok || err != nil {
+				if ok, err := rs.Update(ctx, tx, collection.UpdateRowParams{Key: key("t1", id), Version: v - 1, Row: next, Columns: columns}); !ok || err != nil {
 					return fmt.Errorf("update to %d = %t, %w", v, ok, err)
 				}
-				if err := rs.DeleteChildren(ctx, tx, framework.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id}); err != nil {
+				if err := rs.DeleteChildren(ctx, tx, collection.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id}); err != nil {
 					return err
 				}
-				return rs.InsertChildren(ctx, tx, framework.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id, Rows: &rows})
+				return rs.InsertChildren(ctx, tx, collection.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id, Rows: &rows})
 			})
 			if err != nil {
 				t.Errorf("replace: %v", err)
@@ -384,11 +385,11 @@ func (s suite) testChildRowsOfTheVersionRead(t *testing.T) {
 		default:
 		}
 		var got Widget
-		ok, err := rs.Read(ctx, db.Gorm, framework.ReadRowParams{Key: key("t1", id), Dest: &got, Preload: preload})
+		ok, err := rs.Read(ctx, db.Gorm, collection.ReadRowParams{Key: key("t1", id), Dest: &got, Preload: preload})
 		if reads%2 == 1 {
 			// Every other read is a list page of the one row.
 			var page []Widget
-			err = rs.List(ctx, db.Gorm, framework.ListRowsParams{Table: "widgets", Tenant: "t1", Limit: 10, Dest: &page, Preload: preload})
+			err = rs.List(ctx, db.Gorm, collection.ListRowsParams{Table: "widgets", Tenant: "t1", Limit: 10, Dest: &page, Preload: preload})
 			if ok = len(page) == 1; ok {
 				got = page[0]
 			}
@@ -431,16 +432,16 @@ func (s suite) testChildRowErrorStopsTheCommit(t *testing.T) {
 	other := uuid.New()
 	dup := []Part{{TenantID: "t1", WidgetID: id, Position: 0, Label: "x"}, {TenantID: "t1", WidgetID: id, Position: 0, Label: "y"}}
 	err := db.Write(ctx, func(tx *gorm.DB) error {
-		if _, err := rs.Insert(ctx, tx, framework.InsertRowParams{Table: "widgets", Row: widget("t1", other, "b", now)}); err != nil {
+		if _, err := rs.Insert(ctx, tx, collection.InsertRowParams{Table: "widgets", Row: widget("t1", other, "b", now)}); err != nil {
 			return err
 		}
-		return rs.InsertChildren(ctx, tx, framework.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id, Rows: &dup})
+		return rs.InsertChildren(ctx, tx, collection.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id, Rows: &dup})
 	})
-	if !errors.Is(err, framework.ErrUniqueViolation) {
+	if !errors.Is(err, collection.ErrUniqueViolation) {
 		t.Fatalf("Write with duplicate child rows = %v, want ErrUniqueViolation", err)
 	}
 	var w Widget
-	if ok, err := rs.Read(ctx, db.Gorm, framework.ReadRowParams{Key: key("t1", other), Dest: &w}); ok || err != nil {
+	if ok, err := rs.Read(ctx, db.Gorm, collection.ReadRowParams{Key: key("t1", other), Dest: &w}); ok || err != nil {
 		t.Fatalf("the row inserted with failing child rows was committed: %t, %v", ok, err)
 	}
 	if got := read(t, db, rs, "t1", id, true); len(got.Parts) != 0 {
@@ -457,15 +458,15 @@ func (s suite) testTombstoneAndPurge(t *testing.T) {
 	mustInsert(t, db, rs, widget("t1", live, "b", now))
 	insertParts(t, db, rs, id, "x", "y")
 	insertParts(t, db, rs, live, "x")
-	if ok, err := rs.Tombstone(ctx, db.Gorm, framework.TombstoneParams{Key: key("t1", id), Version: 7}); ok || err != nil {
+	if ok, err := rs.Tombstone(ctx, db.Gorm, collection.TombstoneParams{Key: key("t1", id), Version: 7}); ok || err != nil {
 		t.Fatalf("Tombstone fenced on a stale version = %t, %v", ok, err)
 	}
 	before := clock(t, db, rs)
-	if ok, err := rs.Tombstone(ctx, db.Gorm, framework.TombstoneParams{Key: key("t1", id), Version: 1}); !ok || err != nil {
+	if ok, err := rs.Tombstone(ctx, db.Gorm, collection.TombstoneParams{Key: key("t1", id), Version: 1}); !ok || err != nil {
 		t.Fatalf("Tombstone = %t, %v", ok, err)
 	}
 	after := clock(t, db, rs)
-	if ok, err := rs.Tombstone(ctx, db.Gorm, framework.TombstoneParams{Key: key("t1", id)}); ok || err != nil {
+	if ok, err := rs.Tombstone(ctx, db.Gorm, collection.TombstoneParams{Key: key("t1", id)}); ok || err != nil {
 		t.Fatalf("second Tombstone = %t, %v", ok, err)
 	}
 	// Stamped with the database clock of the statement.
@@ -475,11 +476,11 @@ func (s suite) testTombstoneAndPurge(t *testing.T) {
 	}
 	at := *got.DeletedAt
 	var w Widget
-	if ok, err := rs.Read(ctx, db.Gorm, framework.ReadRowParams{Key: key("t1", id), Dest: &w, LiveOnly: true}); ok || err != nil {
+	if ok, err := rs.Read(ctx, db.Gorm, collection.ReadRowParams{Key: key("t1", id), Dest: &w, LiveOnly: true}); ok || err != nil {
 		t.Fatalf("LiveOnly read of a tombstone = %t, %v", ok, err)
 	}
 	// A live row is never purged, nor are its child rows.
-	if ok, err := rs.PurgeTombstone(ctx, db.Gorm, framework.PurgeParams{Key: key("t1", live), Children: []framework.ChildTable{parts},
+	if ok, err := rs.PurgeTombstone(ctx, db.Gorm, collection.PurgeParams{Key: key("t1", live), Children: []collection.ChildTable{parts},
 		DeletedBefore: at.Add(time.Hour)}); ok || err != nil {
 		t.Fatalf("PurgeTombstone of a live row = %t, %v", ok, err)
 	}
@@ -488,7 +489,7 @@ func (s suite) testTombstoneAndPurge(t *testing.T) {
 	}
 	// A tombstone newer than the cutoff (one written after the purge was
 	// decided) is kept, with its child rows.
-	if ok, err := rs.PurgeTombstone(ctx, db.Gorm, framework.PurgeParams{Key: key("t1", id), Children: []framework.ChildTable{parts},
+	if ok, err := rs.PurgeTombstone(ctx, db.Gorm, collection.PurgeParams{Key: key("t1", id), Children: []collection.ChildTable{parts},
 		DeletedBefore: at.Add(-time.Millisecond)}); ok || err != nil {
 		t.Fatalf("PurgeTombstone of a tombstone newer than the cutoff = %t, %v", ok, err)
 	}
@@ -496,7 +497,7 @@ func (s suite) testTombstoneAndPurge(t *testing.T) {
 		t.Fatalf("a tombstone newer than the cutoff was purged")
 	}
 	err := db.Write(ctx, func(tx *gorm.DB) error {
-		ok, err := rs.PurgeTombstone(ctx, tx, framework.PurgeParams{Key: key("t1", id), Children: []framework.ChildTable{parts},
+		ok, err := rs.PurgeTombstone(ctx, tx, collection.PurgeParams{Key: key("t1", id), Children: []collection.ChildTable{parts},
 			DeletedBefore: at.Add(time.Millisecond)})
 		if err == nil && !ok {
 			err = errors.New("PurgeTombstone of a tombstone purged nothing")
@@ -506,7 +507,7 @@ func (s suite) testTombstoneAndPurge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := rs.Read(ctx, db.Gorm, framework.ReadRowParams{Key: key("t1", id), Dest: &Widget{}}); ok || err != nil {
+	if ok, err := rs.Read(ctx, db.Gorm, collection.ReadRowParams{Key: key("t1", id), Dest: &Widget{}}); ok || err != nil {
 		t.Fatalf("purged row still read: %t, %v", ok, err)
 	}
 	var n int64
@@ -534,11 +535,11 @@ func (s suite) testListPaging(t *testing.T) {
 	mustInsert(t, db, rs, widget("t2", uuid.New(), "other tenant", now))
 	tomb := widget("t1", uuid.New(), "deleted", now)
 	mustInsert(t, db, rs, tomb)
-	if ok, err := rs.Tombstone(ctx, db.Gorm, framework.TombstoneParams{Key: key("t1", tomb.ID)}); !ok || err != nil {
+	if ok, err := rs.Tombstone(ctx, db.Gorm, collection.TombstoneParams{Key: key("t1", tomb.ID)}); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	var all []Widget
-	if err := rs.List(ctx, db.Gorm, framework.ListRowsParams{Table: "widgets", Tenant: "t1", Limit: 100, Dest: &all}); err != nil {
+	if err := rs.List(ctx, db.Gorm, collection.ListRowsParams{Table: "widgets", Tenant: "t1", Limit: 100, Dest: &all}); err != nil {
 		t.Fatal(err)
 	}
 	if len(all) != 23 {
@@ -553,15 +554,15 @@ func (s suite) testListPaging(t *testing.T) {
 	}
 	want = append(want, all[len(all)-1].ID)
 
-	for _, filters := range [][]framework.ColumnFilter{nil, {{Column: "color", Value: "blue"}}} {
+	for _, filters := range [][]collection.ColumnFilter{nil, {{Column: "color", Value: "blue"}}} {
 		var seen []uuid.UUID
-		var after *framework.ListPosition
+		var after *collection.ListPosition
 		for pages := 0; ; pages++ {
 			if pages > 30 {
 				t.Fatal("paging does not end")
 			}
 			var page []Widget
-			if err := rs.List(ctx, db.Gorm, framework.ListRowsParams{Table: "widgets", Tenant: "t1", Filters: filters,
+			if err := rs.List(ctx, db.Gorm, collection.ListRowsParams{Table: "widgets", Tenant: "t1", Filters: filters,
 				After: after, Limit: 4, Dest: &page, Preload: preload}); err != nil {
 				t.Fatal(err)
 			}
@@ -575,7 +576,7 @@ func (s suite) testListPaging(t *testing.T) {
 				break
 			}
 			last := page[len(page)-1].System
-			after = &framework.ListPosition{CreatedAt: last.CreatedAt, ID: last.ID}
+			after = &collection.ListPosition{CreatedAt: last.CreatedAt, ID: last.ID}
 		}
 		expect := want
 		if filters != nil {
@@ -596,9 +597,9 @@ func (s suite) testListPaging(t *testing.T) {
 type TableCheck struct {
 	Table string
 	// NewRow returns a row of the table's model (a pointer embedding
-	// framework.System, business columns filled) for tenant and id; n makes
+	// collection.System, business columns filled) for tenant and id; n makes
 	// its unique business columns distinct.
-	NewRow func(tenant string, id uuid.UUID, n int) framework.Row
+	NewRow func(tenant string, id uuid.UUID, n int) collection.Row
 	// Indexes lists the column lists of indexes the table must have besides
 	// the engine's: (tenant_id, created_at, id) for lists and (tenant_id,
 	// status, created_at, id) for the status filter.
@@ -674,42 +675,42 @@ func indexes(t *testing.T, db *store.DB, table string) [][]string {
 	return out
 }
 
-func insertParts(t *testing.T, db *store.DB, rs framework.RowStore, id uuid.UUID, labels ...string) {
+func insertParts(t *testing.T, db *store.DB, rs collection.RowStore, id uuid.UUID, labels ...string) {
 	t.Helper()
 	ps := make([]Part, len(labels))
 	for i, l := range labels {
 		ps[i] = Part{TenantID: "t1", WidgetID: id, Position: i, Label: l}
 	}
-	if err := rs.InsertChildren(context.Background(), db.Gorm, framework.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id, Rows: &ps}); err != nil {
+	if err := rs.InsertChildren(context.Background(), db.Gorm, collection.ChildRowsParams{ChildTable: parts, Tenant: "t1", ParentID: id, Rows: &ps}); err != nil {
 		t.Fatalf("InsertChildren: %v", err)
 	}
 }
 
 // clock reads the database clock by a Read that finds no row.
-func clock(t *testing.T, db *store.DB, rs framework.RowStore) time.Time {
+func clock(t *testing.T, db *store.DB, rs collection.RowStore) time.Time {
 	t.Helper()
 	var now time.Time
-	if ok, err := rs.Read(context.Background(), db.Gorm, framework.ReadRowParams{Key: key("nobody", uuid.New()), Dest: &Widget{}, Now: &now}); ok || err != nil {
+	if ok, err := rs.Read(context.Background(), db.Gorm, collection.ReadRowParams{Key: key("nobody", uuid.New()), Dest: &Widget{}, Now: &now}); ok || err != nil {
 		t.Fatalf("Read of a missing row = %t, %v", ok, err)
 	}
 	return now
 }
 
-func key(tenant string, id uuid.UUID) framework.RowKey {
-	return framework.RowKey{Table: "widgets", Tenant: tenant, ID: id}
+func key(tenant string, id uuid.UUID) collection.RowKey {
+	return collection.RowKey{Table: "widgets", Tenant: tenant, ID: id}
 }
 
-func mustInsert(t *testing.T, db *store.DB, rs framework.RowStore, w *Widget) {
+func mustInsert(t *testing.T, db *store.DB, rs collection.RowStore, w *Widget) {
 	t.Helper()
-	if ok, err := rs.Insert(context.Background(), db.Gorm, framework.InsertRowParams{Table: "widgets", Row: w}); !ok || err != nil {
+	if ok, err := rs.Insert(context.Background(), db.Gorm, collection.InsertRowParams{Table: "widgets", Row: w}); !ok || err != nil {
 		t.Fatalf("Insert = %t, %v", ok, err)
 	}
 }
 
-func read(t *testing.T, db *store.DB, rs framework.RowStore, tenant string, id uuid.UUID, withParts bool) Widget {
+func read(t *testing.T, db *store.DB, rs collection.RowStore, tenant string, id uuid.UUID, withParts bool) Widget {
 	t.Helper()
 	var w Widget
-	p := framework.ReadRowParams{Key: key(tenant, id), Dest: &w}
+	p := collection.ReadRowParams{Key: key(tenant, id), Dest: &w}
 	if withParts {
 		p.Preload = preload
 	}
