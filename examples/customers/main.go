@@ -24,7 +24,7 @@ import (
 
 // schema holds the customers table, one goose source per dialect.
 //
-//go:embed schema/postgres/*.sql schema/sqlite/*.sql
+//go:embed schema/postgres/*.sql schema/sqlite/*.sql schema/mysql/*.sql
 var schema embed.FS
 
 func main() {

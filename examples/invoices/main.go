@@ -30,7 +30,7 @@ import (
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
-//go:embed schema/postgres/*.sql schema/sqlite/*.sql
+//go:embed schema/postgres/*.sql schema/sqlite/*.sql schema/mysql/*.sql
 var schemaFiles embed.FS
 
 func main() {
