@@ -187,6 +187,6 @@ func (l namedLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
 }
 
 func (l namedLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
-	_, err := conn.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", l.name)
-	return err
+	var released sql.NullInt64
+	return conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", l.name).Scan(&released)
 }

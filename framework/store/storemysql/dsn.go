@@ -30,7 +30,8 @@ const sessionSQLMode = "STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,ERROR_FOR
 // example tls=true). Whatever the URL says, the connection parses DATETIME
 // into time.Time in UTC (parseTime=true, loc=UTC), speaks utf8mb4, runs
 // its session in UTC (time_zone='+00:00') and in a strict sql_mode, and
-// gives up connecting after connectTimeout unless the URL sets timeout.
+// gives up connecting after connectTimeout unless the URL sets timeout;
+// affected rows are changed rows (clientFoundRows=false).
 func Config(dsn string, connectTimeout time.Duration) (*mysql.Config, error) {
 	if !strings.HasPrefix(dsn, Scheme) {
 		return nil, fmt.Errorf("%w: %q does not start with %s", ErrDSN, redactURL(dsn), Scheme)
@@ -61,6 +62,18 @@ func Config(dsn string, connectTimeout time.Duration) (*mysql.Config, error) {
 	cfg.DBName = db
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
+	// Affected rows count the rows a statement changed, so that an
+	// INSERT … ON DUPLICATE KEY UPDATE whose assignment changes nothing
+	// reports 0: how the framework's "insert unless present" tells the two
+	// apart.
+	cfg.ClientFoundRows = false
+	// Placeholders go to the server (prepared statements), so that no
+	// collation or sql_mode changes how a value is quoted.
+	cfg.InterpolateParams = false
+	// The driver's own log lines (a connection that broke) would go to
+	// stderr; the error reaches the caller, and the store logs or
+	// classifies it.
+	cfg.Logger = discardLogger{}
 	if u.Query().Get("timeout") == "" {
 		cfg.Timeout = max(time.Second, connectTimeout)
 	}
@@ -110,3 +123,8 @@ func redactParseError(err error) error {
 	}
 	return err
 }
+
+// discardLogger is a go-sql-driver logger that logs nothing.
+type discardLogger struct{}
+
+func (discardLogger) Print(...any) {}
