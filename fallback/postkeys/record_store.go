@@ -507,11 +507,13 @@ WHERE ` + liveAttempt,
 FROM idempotency_records
 WHERE (state = 'in_progress' AND locked_until <= {now}) OR state = 'unknown'
 ORDER BY updated_at LIMIT @limit`,
+	// The batch is a derived table inside IN, which MySQL accepts where it
+	// refuses LIMIT in an IN subquery.
 	"delete_expired": `DELETE FROM idempotency_records
 WHERE state = 'completed' AND expires_at <= {now} AND (tenant_id, operation, idem_key) IN (
-    SELECT tenant_id, operation, idem_key FROM idempotency_records
+    SELECT tenant_id, operation, idem_key FROM (SELECT tenant_id, operation, idem_key FROM idempotency_records
     WHERE state = 'completed' AND expires_at <= {now}
-    ORDER BY expires_at LIMIT @limit)`,
+    ORDER BY expires_at LIMIT @limit) batch)`,
 	"list": `SELECT ` + recordColumns + `,
     CASE WHEN state = 'completed' AND expires_at <= {now} THEN 1 ELSE 0 END AS expired,
     CASE WHEN locked_until IS NOT NULL AND locked_until <= {now} THEN 1 ELSE 0 END AS lease_expired

@@ -278,8 +278,10 @@ FROM outbox_events WHERE position IN ?`, now.UTC(), published).Error; err != nil
 }
 
 func (s *gormRelayStore) deletePublished(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	// The batch is a derived table inside IN, which MySQL accepts where it
+	// refuses LIMIT in an IN subquery.
 	res := s.db.Gorm.WithContext(ctx).Exec(`DELETE FROM outbox_published WHERE position IN (
-  SELECT position FROM outbox_published WHERE published_at < ? ORDER BY published_at LIMIT ?)`,
+  SELECT position FROM (SELECT position FROM outbox_published WHERE published_at < ? ORDER BY published_at LIMIT ?) batch)`,
 		cutoff.UTC(), limit)
 	return res.RowsAffected, s.db.Classify(res.Error)
 }
