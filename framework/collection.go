@@ -69,7 +69,7 @@ type Resource[Cmd, Model any] struct {
 	// create of the same ID commits first, this transaction fails and the
 	// hook's writes are rolled back with it, so the hook must write only
 	// on tx, never outside the database. Writes whose answer it does not
-	// need go out fastest through store.Later (outbox.Append does).
+	// need go out fastest through pipeline.Later (outbox.Append does).
 	OnCreateFunc func(ctx context.Context, tx *gorm.DB, c Change[Model]) error
 	// OnReplaceFunc, when set, runs inside a replace's transaction after the
 	// row and its child rows were written, only when the replace happened
@@ -171,7 +171,7 @@ func NewCollection[Cmd, Model any](e *Engine, r Resource[Cmd, Model]) (*Collecti
 		r.InitialStatus = "active"
 	}
 	if r.Rows == nil {
-		r.Rows = NewRowStore(e.db.Dialect)
+		r.Rows = NewRowStore(e.db.Driver)
 	}
 	c := &Collection[Cmd, Model]{engine: e, res: r, rows: r.Rows}
 	for _, name := range stmt.Schema.DBNames {

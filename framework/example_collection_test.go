@@ -16,6 +16,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // the SQLite driver
 )
 
 // openNotes opens a SQLite file in dir with the notes table and the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // the SQLite driver
 )
 
 // Example_serveMux mounts the framework's gin engine inside a plain

@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // the SQLite driver
 )
 
 // Note is both the command (the typed body of PUT /v1/notes/{id}) and the

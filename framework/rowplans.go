@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/pipeline"
 )
 
 // insertPlan is the INSERT of one model type into one table, spelled as
@@ -124,7 +125,34 @@ func newInsertPlan(db *gorm.DB, table string, model reflect.Type) *insertPlan {
 	}
 	head.WriteString(") VALUES ")
 	pl.head = head.String()
+	if !pl.matchesGorm(db, table, model) {
+		return nil
+	}
 	return pl
+}
+
+// matchesGorm reports whether gorm, the version the application brings,
+// spells the INSERT of one row of model into table as the plan does (the
+// same text, the same number of arguments): a plan is only a faster way to
+// send gorm's own statement, and a gorm that writes it differently (a
+// column order, a clause, a quoting of its own) gets its own way.
+func (pl *insertPlan) matchesGorm(db *gorm.DB, table string, model reflect.Type) bool {
+	dry := db.Session(&gorm.Session{DryRun: true, SkipHooks: true, NewDB: true}).
+		Table(table).Omit(clause.Associations).Create(reflect.New(model).Interface())
+	if dry.Error != nil {
+		return false
+	}
+	var want strings.Builder
+	want.WriteString(pl.head)
+	want.WriteByte('(')
+	for j := range pl.fields {
+		if j > 0 {
+			want.WriteByte(',')
+		}
+		want.WriteString(placeholder(db, j+1))
+	}
+	want.WriteByte(')')
+	return dry.Statement.SQL.String() == want.String() && len(dry.Statement.Vars) == len(pl.fields)
 }
 
 // plainValue reports whether gorm passes f's value to the driver as it is:
@@ -205,7 +233,7 @@ func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value) (string
 
 // LaterCreate queues gorm's Create of rows (a pointer to a model, or to a
 // non-empty slice of them; associations are not written) on tx, as
-// [store.Later] would queue it, into the model's own table. Where the
+// [pipeline.Later] would queue it, into the model's own table. Where the
 // model's INSERT can be spelled once (see [RowStore.Create]) no gorm
 // statement is built per call; otherwise gorm builds it. Its error, passed
 // through wrap when set, is reported as Later's.
@@ -213,18 +241,18 @@ func LaterCreate(ctx context.Context, tx *gorm.DB, rows any, wrap func(error) er
 	if queued, err := laterInsert(ctx, tx, "", rows, wrap); queued || err != nil {
 		return err
 	}
-	return store.Later(tx.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
+	return pipeline.Later(tx.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
 		return db.Omit(clause.Associations).Create(rows)
 	}, wrap)
 }
 
 // laterInsert queues the INSERT of rows (a pointer to a model, or to a
 // slice of them) into table (the model's own when "") on tx by its plan
-// ([store.LaterSQL]). It reports false, having queued nothing, where the
+// ([pipeline.LaterSQL]). It reports false, having queued nothing, where the
 // plan does not apply: tx is not pipelined, gorm would split the rows
 // (CreateBatchSize), or the model or a row needs gorm.
 func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap func(error) error) (bool, error) {
-	if !store.Pipelined(tx) || tx.CreateBatchSize > 0 {
+	if !pipeline.Pipelined(tx) || tx.CreateBatchSize > 0 {
 		// CreateBatchSize: gorm splits a slice into several INSERTs.
 		return false, nil
 	}
@@ -251,7 +279,7 @@ func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap 
 	if !ok {
 		return false, nil
 	}
-	return true, store.LaterSQL(tx, sql, args, wrap)
+	return true, pipeline.LaterSQL(tx, sql, args, wrap)
 }
 
 // readPlan is the read of one row by its key into a model, as gorm's Take
@@ -273,7 +301,7 @@ type readPlan struct {
 var readPlans sync.Map
 
 // readPlanOf returns the plan of a read of model from table on db, whose
-// database clock is spelled now ([store.Dialect.Now]).
+// database clock is spelled now ([store.Driver.Now]).
 func readPlanOf(db *gorm.DB, table string, model reflect.Type, now string) *readPlan {
 	return cachedPlan(&readPlans, db, table, model, func(db *gorm.DB, table string, model reflect.Type) *readPlan {
 		return newReadPlan(db, table, model, now)
@@ -286,10 +314,7 @@ func newReadPlan(db *gorm.DB, table string, model reflect.Type, now string) *rea
 		return nil
 	}
 	t := quote(db, table)
-	on := t + ".tenant_id = ? AND " + t + ".id = ?"
-	if db.Dialector.Name() == "postgres" {
-		on = t + ".tenant_id = $1 AND " + t + ".id = $2"
-	}
+	on := t + ".tenant_id = " + placeholder(db, 1) + " AND " + t + ".id = " + placeholder(db, 2)
 	base := "SELECT " + now + ", " + t + ".* FROM (SELECT 1) AS " + quote(db, "retrysafe_one") + " LEFT JOIN " + t + " ON " + on
 	return &readPlan{schema: stmt.Schema, sql: [2]string{base, base + " AND " + t + ".deleted_at IS NULL"}}
 }
@@ -361,3 +386,11 @@ func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, liveOnly 
 // errNoClockRow: the read plan's statement, which always returns one row,
 // returned none.
 var errNoClockRow = errors.New("framework: the read of a row and the database clock returned no row")
+
+// placeholder is the dialector's spelling of the n-th parameter of a
+// statement ($n on PostgreSQL, ? elsewhere), from gorm's own BindVarTo.
+func placeholder(db *gorm.DB, n int) string {
+	var b strings.Builder
+	db.Dialector.BindVarTo(&b, &gorm.Statement{DB: db, Vars: make([]any, n)}, nil)
+	return b.String()
+}

@@ -178,7 +178,7 @@ func TestReadPlanReadsAsGormTakes(t *testing.T) {
 		if err := g.Exec("UPDATE plan_parents SET note = NULL, extra = 'x'").Error; err != nil {
 			t.Fatal(err)
 		}
-		pl := readPlanOf(g, "plan_parents", reflect.TypeFor[planParent](), db.Dialect.Now())
+		pl := readPlanOf(g, "plan_parents", reflect.TypeFor[planParent](), db.Driver.Now())
 		for _, tc := range []struct {
 			id       uuid.UUID
 			liveOnly bool

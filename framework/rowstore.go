@@ -6,14 +6,13 @@ import (
 	"reflect"
 	"time"
 
-	sqlite "github.com/glebarez/go-sqlite"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/pipeline"
 )
 
 // RowStore is the one seam for the SQL of resource rows: every statement the
@@ -33,7 +32,7 @@ type RowStore interface {
 	Insert(ctx context.Context, db *gorm.DB, p InsertRowParams) (bool, error)
 	// Create writes p.Row as a new row with a plain INSERT, for a key the
 	// caller has just read as absent. It may defer the statement to the
-	// transaction's next round trip ([store.Later]). A row of the key that
+	// transaction's next round trip ([pipeline.Later]). A row of the key that
 	// exists by then (a concurrent create), like a violation of another
 	// unique index, fails that statement or [store.DB.Write] with an error
 	// wrapping [ErrUniqueViolation], and the transaction does not commit;
@@ -62,7 +61,7 @@ type RowStore interface {
 	PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgeParams) (bool, error)
 	// InsertChildren inserts the child rows in p.Rows (a pointer to a
 	// slice) into p.Table. It may defer the statement to the transaction's
-	// next round trip ([store.Later]); its error, wrapped as Insert's, is
+	// next round trip ([pipeline.Later]); its error, wrapped as Insert's, is
 	// then returned by that statement or by [store.DB.Write].
 	InsertChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error
 	// DeleteChildren deletes the child rows of one resource.
@@ -78,13 +77,13 @@ type RowStore interface {
 
 // ErrUniqueViolation is returned (wrapped) by [RowStore.Insert] and
 // [RowStore.Update] when a unique index other than the primary key refuses
-// the row (a customer's email, say).
-var ErrUniqueViolation = errors.New("framework: a unique column already holds this value")
+// the row (a customer's email, say). It is [store.ErrUniqueViolation].
+var ErrUniqueViolation = store.ErrUniqueViolation
 
 // ErrUnstorableText is returned (wrapped) by the writing methods of
 // [RowStore] when the database refuses a text value it cannot store (a NUL
-// character in PostgreSQL text).
-var ErrUnstorableText = errors.New("framework: a text value cannot be stored")
+// character in PostgreSQL text). It is [store.ErrUnstorableText].
+var ErrUnstorableText = store.ErrUnstorableText
 
 // RowKey names one resource row.
 type RowKey struct {
@@ -113,7 +112,7 @@ type ReadRowParams struct {
 	LiveOnly bool
 	// Preload loads child rows: association field name → ORDER BY.
 	Preload []Preload
-	// Now, when set, receives the database clock ([store.Dialect.Now]) as
+	// Now, when set, receives the database clock ([store.Driver.Now]) as
 	// of the read, in UTC, whether or not a row was found: the time that
 	// the PUT engine judges the row by and stamps its writes with. An
 	// unlocked read of the row alone carries it in its own statement;
@@ -205,16 +204,16 @@ type ListPosition struct {
 	ID        uuid.UUID
 }
 
-// NewRowStore returns the RowStore for dialect, the one every collection
+// NewRowStore returns the RowStore on the database of d, the one every collection
 // uses unless its [Resource.Rows] says otherwise.
-func NewRowStore(dialect store.Dialect) RowStore { return gormRowStore{dialect: dialect} }
+func NewRowStore(d store.Driver) RowStore { return gormRowStore{driver: d} }
 
 var _ RowStore = gormRowStore{}
 
-// gormRowStore writes the SQL through gorm; the spellings that differ
-// between dialects come from [store.Dialect] (row locks, the clock) and
-// isUniqueViolation (driver error codes).
-type gormRowStore struct{ dialect store.Dialect }
+// gormRowStore writes the SQL through gorm; what differs between
+// databases comes from the [store.Driver]: row locks, the clock, and which
+// errors are a unique violation or an unstorable text (Classify).
+type gormRowStore struct{ driver store.Driver }
 
 var keyColumns = []clause.Column{{Name: "tenant_id"}, {Name: "id"}}
 
@@ -222,28 +221,28 @@ func (s gormRowStore) Insert(ctx context.Context, db *gorm.DB, p InsertRowParams
 	res := db.WithContext(ctx).Table(p.Table).Omit(clause.Associations).
 		Clauses(clause.OnConflict{Columns: keyColumns, DoNothing: true}).Create(p.Row)
 	if res.Error != nil {
-		return false, uniqueViolation(res.Error)
+		return false, s.driver.Classify(res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }
 
-// Create is pipelined on PostgreSQL ([store.Later]): with the child rows
+// Create is pipelined on PostgreSQL ([pipeline.Later]): with the child rows
 // and the creation hook's writes, a create is one round trip. Its INSERT
 // is spelled once per model type (insertPlan), not by gorm per request.
 func (s gormRowStore) Create(ctx context.Context, db *gorm.DB, p InsertRowParams) error {
-	if queued, err := laterInsert(ctx, db, p.Table, p.Row, uniqueViolation); queued || err != nil {
+	if queued, err := laterInsert(ctx, db, p.Table, p.Row, s.driver.Classify); queued || err != nil {
 		return err
 	}
-	return store.Later(db.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
+	return pipeline.Later(db.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
 		return db.Table(p.Table).Omit(clause.Associations).Create(p.Row)
-	}, uniqueViolation)
+	}, s.driver.Classify)
 }
 
 func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (bool, error) {
 	if !p.ForUpdate && len(p.Preload) == 0 {
 		// A statement fixed per model type, with the database clock in it.
 		if dest := reflect.ValueOf(p.Dest); dest.Kind() == reflect.Pointer && dest.Elem().Kind() == reflect.Struct {
-			if pl := readPlanOf(db, p.Key.Table, dest.Elem().Type(), s.dialect.Now()); pl != nil {
+			if pl := readPlanOf(db, p.Key.Table, dest.Elem().Type(), s.driver.Now()); pl != nil {
 				found, now, err := pl.read(ctx, db, p.Key, p.LiveOnly, dest.Elem())
 				if p.Now != nil {
 					*p.Now = now
@@ -258,7 +257,7 @@ func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (b
 	}
 	// The clock after the read: after the row lock, when one was taken.
 	var now store.DatabaseTime
-	if err := db.WithContext(ctx).Raw("SELECT " + s.dialect.Now()).Row().Scan(&now); err != nil {
+	if err := db.WithContext(ctx).Raw("SELECT " + s.driver.Now()).Row().Scan(&now); err != nil {
 		return false, err
 	}
 	*p.Now = now.Time
@@ -279,7 +278,7 @@ func (s gormRowStore) read(ctx context.Context, db *gorm.DB, p ReadRowParams) (b
 	for attempt := 0; ; attempt++ {
 		q := db.WithContext(ctx).Table(p.Key.Table)
 		if p.ForUpdate {
-			q = s.dialect.LockRow(q)
+			q = s.driver.LockRow(q)
 		}
 		q = preload(q, p.Preload)
 		q = q.Where("tenant_id = ? AND id = ?", p.Key.Tenant, p.Key.ID)
@@ -362,7 +361,7 @@ func (s gormRowStore) readSnapshot(ctx context.Context, db *gorm.DB, p ReadRowPa
 			return q.Table(table).Where(where, conds...).Order(order).Find(children)
 		})
 	}
-	res, err := store.ReadSnapshot(ctx, db.WithContext(ctx), queries...)
+	res, err := store.ReadSnapshot(ctx, s.driver, db.WithContext(ctx), queries...)
 	if err != nil {
 		return false, err
 	}
@@ -417,7 +416,7 @@ func (s gormRowStore) Update(ctx context.Context, db *gorm.DB, p UpdateRowParams
 		Where("tenant_id = ? AND id = ? AND version = ? AND deleted_at IS NULL", p.Key.Tenant, p.Key.ID, p.Version).
 		Updates(p.Row)
 	if res.Error != nil {
-		return false, uniqueViolation(res.Error)
+		return false, s.driver.Classify(res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }
@@ -427,7 +426,7 @@ func (s gormRowStore) Tombstone(ctx context.Context, db *gorm.DB, p TombstonePar
 	if p.Version > 0 {
 		q = q.Where("version = ?", p.Version)
 	}
-	now := gorm.Expr(s.dialect.Now())
+	now := gorm.Expr(s.driver.Now())
 	res := q.Updates(map[string]any{"deleted_at": now, "updated_at": now, "version": gorm.Expr("version + 1")})
 	return res.RowsAffected == 1, res.Error
 }
@@ -449,17 +448,17 @@ func (s gormRowStore) PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgePa
 	return res.RowsAffected == 1, res.Error
 }
 
-// InsertChildren is pipelined on PostgreSQL ([store.Later]): nothing reads
+// InsertChildren is pipelined on PostgreSQL ([pipeline.Later]): nothing reads
 // the insert's answer, so it travels with the transaction's next statement
 // or its COMMIT, and a violation is reported there, wrapped the same way.
 // Like Create's, its INSERT is spelled once per model type.
 func (s gormRowStore) InsertChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error {
-	if queued, err := laterInsert(ctx, db, p.Table, p.Rows, uniqueViolation); queued || err != nil {
+	if queued, err := laterInsert(ctx, db, p.Table, p.Rows, s.driver.Classify); queued || err != nil {
 		return err
 	}
-	return store.Later(db.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
+	return pipeline.Later(db.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
 		return db.Table(p.Table).Omit(clause.Associations).Create(p.Rows)
-	}, uniqueViolation)
+	}, s.driver.Classify)
 }
 
 func (s gormRowStore) DeleteChildren(ctx context.Context, db *gorm.DB, p ChildRowsParams) error {
@@ -516,30 +515,3 @@ type stringWriter []byte
 
 func (w *stringWriter) WriteString(s string) (int, error) { *w = append(*w, s...); return len(s), nil }
 func (w *stringWriter) WriteByte(c byte) error            { *w = append(*w, c); return nil }
-
-// uniqueViolation wraps err with ErrUniqueViolation when a unique index
-// refused the row (SQLSTATE 23505 on PostgreSQL, SQLITE_CONSTRAINT_UNIQUE
-// (2067) or _PRIMARYKEY (1555) on SQLite), and with ErrUnstorableText when
-// PostgreSQL refused a text value (22021 character_not_in_repertoire,
-// 22P05 untranslatable_character).
-func uniqueViolation(err error) error {
-	var pgErr *pgconn.PgError
-	var sqlErr *sqlite.Error
-	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "23505",
-		errors.As(err, &sqlErr) && (sqlErr.Code() == 2067 || sqlErr.Code() == 1555):
-		return errors.Join(ErrUniqueViolation, err)
-	case unstorableText(err):
-		return errors.Join(ErrUnstorableText, err)
-	}
-	return err
-}
-
-// unstorableText reports whether PostgreSQL refused a text value of the
-// statement (22021 character_not_in_repertoire: a NUL; 22P05
-// untranslatable_character). SQLite stores any text, so only PostgreSQL
-// says so.
-func unstorableText(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05")
-}

@@ -22,17 +22,6 @@ func openDB(t *testing.T, dsn string) *store.DB {
 	return db
 }
 
-// TestRowStoreContract runs the RowStore contract suite on each dialect.
-func TestRowStoreContract(t *testing.T) {
-	t.Parallel()
-	for _, dialect := range testdb.Dialects() {
-		t.Run(dialect, func(t *testing.T) {
-			t.Parallel()
-			rowstoretest.Run(t, func(t *testing.T) *store.DB { return openDB(t, testdb.New(t, dialect)) }, framework.NewRowStore)
-		})
-	}
-}
-
 // TestAutoMigrateMakesTheKeysAndIndexes: gorm's AutoMigrate of a model
 // embedding framework.System creates the (tenant_id, id) primary key and
 // the list and status indexes; a business index led by tenant_id is
@@ -57,7 +46,7 @@ func TestAutoMigrateMakesTheKeysAndIndexes(t *testing.T) {
 				return &rowstoretest.Widget{Name: "w" + string(rune('0'+n)), Color: "red"}
 			},
 			Indexes: [][]string{{"tenant_id", "name"}, {"tenant_id", "color"}}})
-		rows := framework.NewRowStore(db.Dialect)
+		rows := framework.NewRowStore(db.Driver)
 		ctx := context.Background()
 		insert := func(tenant, name string) error {
 			w := &rowstoretest.Widget{System: framework.System{TenantID: tenant, ID: uuid.New(), Version: 1}, Name: name}

@@ -23,12 +23,12 @@ func TestUpCreatesOnlyTheFrameworksTables(t *testing.T) {
 		}
 		defer db.Close()
 		for range 2 {
-			if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+			if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
 				t.Fatal(err)
 			}
 		}
 		query := "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-		if db.Dialect.Name() == "sqlite" {
+		if db.Driver.Name() == "sqlite" {
 			query = "SELECT name FROM sqlite_master WHERE type = 'table'"
 		}
 		var tables []string
@@ -62,7 +62,7 @@ func TestStatusReadsAndChangesNothing(t *testing.T) {
 		defer db.Close()
 		status := func(wantApplied bool) {
 			t.Helper()
-			list, err := migrations.Status(ctx, db.SQL(), db.Dialect.Name())
+			list, err := migrations.Status(ctx, db.SQL(), db.Driver.Name())
 			if err != nil || len(list) < 4 {
 				t.Fatalf("Status = %+v, %v", list, err)
 			}
@@ -74,14 +74,14 @@ func TestStatusReadsAndChangesNothing(t *testing.T) {
 		}
 		status(false)
 		query := "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
-		if db.Dialect.Name() == "sqlite" {
+		if db.Driver.Name() == "sqlite" {
 			query = "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
 		}
 		var n int64
 		if err := db.Gorm.Raw(query).Scan(&n).Error; err != nil || n != 0 {
 			t.Fatalf("%d tables after Status (%v), want none", n, err)
 		}
-		if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+		if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
 			t.Fatal(err)
 		}
 		status(true)

@@ -26,10 +26,10 @@ func TestOutboxPublishedMovesPublishedEvents(t *testing.T) {
 		}
 		defer db.Close()
 		dialect := goose.DialectSQLite3
-		if db.Dialect.Name() == "postgres" {
+		if db.Driver.Name() == "postgres" {
 			dialect = goose.DialectPostgres
 		}
-		fsys, err := fs.Sub(files, db.Dialect.Name())
+		fsys, err := fs.Sub(files, db.Driver.Name())
 		if err != nil {
 			t.Fatal(err)
 		}

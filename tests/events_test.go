@@ -181,7 +181,7 @@ func TestOrderEventsAreNumberedInCommitOrder(t *testing.T) {
 		if want != final || final < 3 {
 			t.Fatalf("%d events for an order at version %d", want, final)
 		}
-		if n := e.count("outbox_sequences", "aggregate_type = ? AND aggregate_id = ?", orders.AggregateType, id.String()); n != 0 && e.app.DB.Dialect.Name() == "postgres" {
+		if n := e.count("outbox_sequences", "aggregate_type = ? AND aggregate_id = ?", orders.AggregateType, id.String()); n != 0 && e.app.DB.Driver.Name() == "postgres" {
 			t.Fatalf("%d counter rows for the order on PostgreSQL, want 0", n)
 		}
 	})

@@ -461,7 +461,7 @@ func TestOrderLockTimeoutIsRequestInProgress(t *testing.T) {
 		go func() {
 			done <- e.app.DB.Write(context.Background(), func(tx *gorm.DB) error {
 				var r orderRow
-				if err := e.app.DB.Dialect.LockRow(tx.Table("orders")).Where("id = ?", id.String()).Take(&r).Error; err != nil {
+				if err := e.app.DB.Driver.LockRow(tx.Table("orders")).Where("id = ?", id.String()).Take(&r).Error; err != nil {
 					return err
 				}
 				close(locked)

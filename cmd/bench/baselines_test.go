@@ -22,11 +22,11 @@ func setupBaselines(t *testing.T, dsn string) (*gin.Engine, *gorm.DB, string) {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	gin.SetMode(gin.ReleaseMode)
-	r, gdb, err := newNaive(db.SQL(), db.Dialect.Name())
+	r, gdb, err := newNaive(db.SQL(), db.Driver.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r, gdb, db.Dialect.Name()
+	return r, gdb, db.Driver.Name()
 }
 
 func postBaseline(r http.Handler, path, key string, body []byte) *httptest.ResponseRecorder {

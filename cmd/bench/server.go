@@ -46,7 +46,7 @@ func newBenchServer(ctx context.Context, dsn string, pool int) (*benchServer, er
 	if err != nil {
 		return nil, err
 	}
-	naive, naiveDB, err := newNaive(a.DB.SQL(), a.DB.Dialect.Name())
+	naive, naiveDB, err := newNaive(a.DB.SQL(), a.DB.Driver.Name())
 	if err != nil {
 		_ = a.Close()
 		return nil, err
@@ -59,7 +59,7 @@ func newBenchServer(ctx context.Context, dsn string, pool int) (*benchServer, er
 	s := &benchServer{app: a, naive: naive, pool: a.DB.SQL().Stats().MaxOpenConnections, stopRelay: stopRelay, relayDone: make(chan struct{})}
 	go func() {
 		defer close(s.relayDone)
-		runNaiveRelay(relayCtx, naiveDB, a.DB.Dialect.Name(), slog.Default())
+		runNaiveRelay(relayCtx, naiveDB, a.DB.Driver.Name(), slog.Default())
 	}()
 	return s, nil
 }

@@ -65,7 +65,7 @@ func migrateStatus(c *cli, fs *flag.FlagSet) func(context.Context, []string) err
 			return err
 		}
 		defer db.Close()
-		status, err := migrations.Status(ctx, db.SQL(), db.Dialect.Name())
+		status, err := migrations.Status(ctx, db.SQL(), db.Driver.Name())
 		if err != nil {
 			return db.Classify(err)
 		}
@@ -109,11 +109,11 @@ func migrateUp(c *cli, fs *flag.FlagSet) func(context.Context, []string) error {
 			return err
 		}
 		defer db.Close()
-		before, err := migrations.Status(ctx, db.SQL(), db.Dialect.Name())
+		before, err := migrations.Status(ctx, db.SQL(), db.Driver.Name())
 		if err != nil {
 			return db.Classify(err)
 		}
-		if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+		if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
 			return db.Classify(err)
 		}
 		var applied []string

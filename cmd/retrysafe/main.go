@@ -19,6 +19,8 @@ import (
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storepg"     // PostgreSQL
+	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // SQLite
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -215,7 +217,7 @@ func (c *cli) open(ctx context.Context, create, migrated bool) (*store.DB, error
 }
 
 func checkMigrated(ctx context.Context, db *store.DB) error {
-	status, err := migrations.Status(ctx, db.SQL(), db.Dialect.Name())
+	status, err := migrations.Status(ctx, db.SQL(), db.Driver.Name())
 	if err != nil {
 		return db.Classify(err)
 	}

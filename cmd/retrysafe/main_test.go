@@ -285,7 +285,7 @@ func TestRefusesWithoutChange(t *testing.T) {
 		}
 		defer db.Close()
 		query := "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
-		if db.Dialect.Name() == "sqlite" {
+		if db.Driver.Name() == "sqlite" {
 			query = "SELECT count(*) FROM sqlite_master"
 		}
 		var n int64

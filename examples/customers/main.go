@@ -19,6 +19,8 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storepg"     // PostgreSQL
+	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // SQLite
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -93,7 +95,7 @@ func openGorm(dsn string) (*gorm.DB, error) {
 // newHandler applies the framework's tables and the customers table, and
 // mounts the customers resource behind bearer-token auth.
 func newHandler(ctx context.Context, db *store.DB, tokens map[string]string, logger *slog.Logger) (http.Handler, error) {
-	dialect := db.Dialect.Name()
+	dialect := db.Driver.Name()
 	if err := migrations.Up(ctx, db.SQL(), dialect); err != nil {
 		return nil, err
 	}

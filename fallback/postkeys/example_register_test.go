@@ -16,6 +16,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // the SQLite driver
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -26,7 +27,7 @@ func openKeys(ctx context.Context, dir string) (*store.DB, *postkeys.Adapter) {
 	if err != nil {
 		panic(err)
 	}
-	if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
 		panic(err)
 	}
 	engine, _ := framework.NewEngine(db, framework.EngineConfig{})

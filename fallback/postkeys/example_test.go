@@ -15,6 +15,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // the SQLite driver
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -35,7 +36,7 @@ func Example() {
 		panic(err)
 	}
 	defer db.Close()
-	if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
 		panic(err)
 	}
 	db.Gorm.Exec("CREATE TABLE balances (account TEXT PRIMARY KEY, amount INTEGER NOT NULL)")

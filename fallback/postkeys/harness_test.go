@@ -224,7 +224,7 @@ func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *ha
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
 		t.Fatalf("migrations: %v", err)
 	}
 	for _, stmt := range []string{

@@ -10,12 +10,11 @@ import (
 	"strings"
 	"time"
 
-	sqlite "github.com/glebarez/go-sqlite"
-	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/pipeline"
 )
 
 // State is the state of an idempotency record.
@@ -224,7 +223,7 @@ type RecordStore interface {
 	// this same transaction (a Local operation): attempt 1, a new fence,
 	// c's fingerprint, p's outcome, recovery point p.Point or PointStarted.
 	// p.ID and p.Fence are ignored (c.ID names the record). It may defer
-	// the statement to the transaction's next round trip (store.Later).
+	// the statement to the transaction's next round trip (pipeline.Later).
 	// When a record of the key exists by then (a concurrent request with
 	// the key committed first), that statement or store.DB.Write fails
 	// with an error wrapping [ErrKeyTaken], and nothing of the transaction
@@ -305,15 +304,15 @@ func NewRecordStore(db *store.DB, cfg RecordStoreConfig) (RecordStore, error) {
 		return nil, fmt.Errorf("postkeys: NewRecordStore needs a database")
 	}
 	var d recordDialect
-	switch db.Dialect.Name() {
+	switch db.Driver.Name() {
 	case "postgres":
 		d = postgresRecords
 	case "sqlite":
 		d = sqliteRecords
 	default:
-		return nil, fmt.Errorf("postkeys: no record store for dialect %q", db.Dialect.Name())
+		return nil, fmt.Errorf("postkeys: no record store for dialect %q", db.Driver.Name())
 	}
-	return newGormRecordStore(d, cfg.ClockOffset), nil
+	return newGormRecordStore(d, db.Driver, cfg.ClockOffset), nil
 }
 
 var _ RecordStore = (*gormRecordStore)(nil)
@@ -369,6 +368,7 @@ var (
 // built once from the dialect's spellings.
 type gormRecordStore struct {
 	d      recordDialect
+	driver store.Driver
 	offset func() time.Duration
 	sql    map[string]string
 	// numbered holds, on PostgreSQL, the hot statements (get, create) with
@@ -530,7 +530,7 @@ VALUES (@tenant, @operation, @key_hash, @fence, @from, @outcome, @status, @ref, 
     (SELECT count(*) FROM idempotency_records WHERE state = 'unknown') AS unknown`,
 }
 
-func newGormRecordStore(d recordDialect, offset func() time.Duration) *gormRecordStore {
+func newGormRecordStore(d recordDialect, driver store.Driver, offset func() time.Duration) *gormRecordStore {
 	r := strings.NewReplacer(
 		"{now}", d.now,
 		"{lease}", fmt.Sprintf(d.plus, "lease"),
@@ -539,7 +539,7 @@ func newGormRecordStore(d recordDialect, offset func() time.Duration) *gormRecor
 		"{next_fence}", d.nextFence,
 		"{age_of_oldest}", fmt.Sprintf(d.ageSeconds, "MIN(created_at)"),
 	)
-	s := &gormRecordStore{d: d, offset: offset, sql: map[string]string{}}
+	s := &gormRecordStore{d: d, driver: driver, offset: offset, sql: map[string]string{}}
 	for name, q := range recordSQL {
 		s.sql[name] = r.Replace(q)
 	}
@@ -572,11 +572,11 @@ func nullable(s string) any {
 
 // returning runs a statement with RETURNING fence, attempt.
 // returning runs a claim statement (… RETURNING attempt, fence). It is
-// often the first statement of its transaction: store.Find sends it with
+// often the first statement of its transaction: pipeline.Find sends it with
 // the transaction's BEGIN on PostgreSQL.
 func (s *gormRecordStore) returning(ctx context.Context, db *gorm.DB, name string, args map[string]any) (Claim, bool, error) {
 	var rows []Claim
-	if err := store.Find(db.WithContext(ctx), func(q *gorm.DB) *gorm.DB {
+	if err := pipeline.Find(db.WithContext(ctx), func(q *gorm.DB) *gorm.DB {
 		return q.Raw(s.sql[name], args).Find(&rows)
 	}).Error; err != nil || len(rows) == 0 {
 		return Claim{}, false, err
@@ -639,7 +639,7 @@ func (s *gormRecordStore) Complete(ctx context.Context, db *gorm.DB, p CompleteP
 	return n == 1, err
 }
 
-// Create is pipelined on PostgreSQL (store.Later): it travels with the
+// Create is pipelined on PostgreSQL (pipeline.Later): it travels with the
 // transaction's COMMIT.
 func (s *gormRecordStore) Create(ctx context.Context, db *gorm.DB, c ClaimParams, p CompleteParams) error {
 	args, err := s.outcomeArgs(p)
@@ -652,10 +652,10 @@ func (s *gormRecordStore) Create(ctx context.Context, db *gorm.DB, c ClaimParams
 	}
 	args["fingerprint"], args["version"], args["point"] = c.Fingerprint, c.FingerprintVersion, point
 	args = s.args(c.ID, args)
-	if q, ok := s.numbered["create"]; ok && store.Pipelined(db) {
-		return store.LaterSQL(db, q.sql, q.values(args), keyTaken)
+	if q, ok := s.numbered["create"]; ok && pipeline.Pipelined(db) {
+		return pipeline.LaterSQL(db, q.sql, q.values(args), s.keyTaken)
 	}
-	return store.Later(db.WithContext(ctx), func(q *gorm.DB) *gorm.DB { return q.Exec(s.sql["create"], args) }, keyTaken)
+	return pipeline.Later(db.WithContext(ctx), func(q *gorm.DB) *gorm.DB { return q.Exec(s.sql["create"], args) }, s.keyTaken)
 }
 
 // getNumbered is Get on PostgreSQL: the statement as spelled and the row
@@ -705,13 +705,10 @@ func (s *gormRecordStore) outcomeArgs(p CompleteParams) (map[string]any, error) 
 }
 
 // keyTaken wraps err with ErrKeyTaken when the records' primary key refused
-// the row (SQLSTATE 23505 on PostgreSQL, SQLITE_CONSTRAINT_PRIMARYKEY or
-// _UNIQUE on SQLite): the table has no other unique index.
-func keyTaken(err error) error {
-	var pgErr *pgconn.PgError
-	var sqlErr *sqlite.Error
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" ||
-		errors.As(err, &sqlErr) && (sqlErr.Code() == 1555 || sqlErr.Code() == 2067) {
+// the row (the driver's [store.ErrUniqueViolation]: the table has no other
+// unique index).
+func (s *gormRecordStore) keyTaken(err error) error {
+	if err = s.driver.Classify(err); errors.Is(err, store.ErrUniqueViolation) {
 		return errors.Join(ErrKeyTaken, err)
 	}
 	return err

@@ -16,7 +16,7 @@ func TestNumberArgs(t *testing.T) {
 	if fmt.Sprint(got) != "[acme 0 microseconds 7 k]" {
 		t.Fatalf("values %v", got)
 	}
-	for name, sql := range newGormRecordStore(postgresRecords, nil).numbered {
+	for name, sql := range newGormRecordStore(postgresRecords, nil, nil).numbered {
 		if numbered := numberArgs(sql.sql); len(numbered.names) != 0 {
 			t.Errorf("%s keeps named arguments %v", name, numbered.names)
 		}

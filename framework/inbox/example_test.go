@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework/inbox"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // the SQLite driver
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -25,7 +26,7 @@ func ExampleInbox_Process() {
 		panic(err)
 	}
 	defer db.Close()
-	if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
 		panic(err)
 	}
 	db.Gorm.Exec("CREATE TABLE ledger (payment TEXT NOT NULL, amount INTEGER NOT NULL)")

@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"gorm.io/gorm"
 
-	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/pipeline"
 )
 
 // Event is one fact to tell the world about, written to the outbox in the
@@ -129,7 +129,7 @@ func Write(ctx context.Context, tx *gorm.DB, events ...Event) ([]Event, error) {
 // Append is [Write] for a caller that does not need the events back (their
 // sequence numbers): on PostgreSQL, in a transaction of [store.DB.Write],
 // each event's insert is pipelined with the transaction's next statement or
-// its COMMIT ([store.Later]) instead of costing a round trip of its own,
+// its COMMIT ([pipeline.Later]) instead of costing a round trip of its own,
 // and its error is reported there.
 func Append(ctx context.Context, tx *gorm.DB, events ...Event) error {
 	_, err := write(ctx, tx, true, false, events)
@@ -211,7 +211,7 @@ func write(ctx context.Context, tx *gorm.DB, later, ordered bool, events []Event
 			wrap := func(err error) error { return fmt.Errorf("outbox: write %s: %w", typ, err) }
 			var err error
 			if later {
-				err = store.LaterExec(tx, sql, args, wrap)
+				err = pipeline.LaterExec(tx, sql, args, wrap)
 			} else if err = tx.Raw(sql, args...).Find(&ev.Seq).Error; err != nil {
 				err = wrap(err)
 			}

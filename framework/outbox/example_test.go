@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework/outbox"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // the SQLite driver
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -24,7 +25,7 @@ func Example() {
 		panic(err)
 	}
 	defer db.Close()
-	if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
 		panic(err)
 	}
 

@@ -30,7 +30,7 @@ func setup(t *testing.T, dsn string) *store.DB {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
 		t.Fatalf("migrations: %v", err)
 	}
 	return db
@@ -227,7 +227,7 @@ func TestAppendOrderedNumbersInCommitOrder(t *testing.T) {
 		if err := db.Gorm.Table("outbox_sequences").Where("aggregate_id = ?", "a1").Count(&counters).Error; err != nil {
 			t.Fatal(err)
 		}
-		if db.Dialect.Name() == "postgres" {
+		if db.Driver.Name() == "postgres" {
 			for _, r := range rows {
 				if ordered := r.AggregateID == "a1" || r.Seq > 2; ordered && r.Seq != r.Position {
 					t.Fatalf("%s seq %d at position %d", r.AggregateID, r.Seq, r.Position)

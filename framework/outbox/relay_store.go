@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/pipeline"
 )
 
 // settlement is what the relay did with one claimed event.
@@ -63,13 +64,13 @@ var (
 
 func newRelayStore(db *store.DB, keepPublished bool) (relayStore, error) {
 	base := gormRelayStore{db: db, keepPublished: keepPublished}
-	switch db.Dialect.Name() {
+	switch db.Driver.Name() {
 	case "postgres":
 		return &postgresRelayStore{gormRelayStore: base}, nil
 	case "sqlite":
 		return &sqliteRelayStore{base}, nil
 	}
-	return nil, fmt.Errorf("outbox: unsupported dialect %q", db.Dialect.Name())
+	return nil, fmt.Errorf("outbox: unsupported dialect %q", db.Driver.Name())
 }
 
 // claimSQL selects the pending events due at @now (oldest first, at most
@@ -139,7 +140,7 @@ func (s *postgresRelayStore) withBatch(ctx context.Context, now time.Time, limit
 		// of pending events its cost passes jit_above_cost and JIT
 		// compilation made a 5 ms claim of 50,000 pending events take 100
 		// ms. Sent with the claim, not in a round trip of its own.
-		if err := store.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Exec("SET LOCAL jit = off") }, nil); err != nil {
+		if err := pipeline.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Exec("SET LOCAL jit = off") }, nil); err != nil {
 			return err
 		}
 		batch, err := s.claim(tx, fmt.Sprintf(claimSQL, "FOR UPDATE SKIP LOCKED"), now, limit)
@@ -251,16 +252,16 @@ func (s *gormRelayStore) settle(tx *gorm.DB, now time.Time, done []settlement) e
 	if len(published) == 0 {
 		return nil
 	}
-	if store.Pipelined(tx) {
+	if pipeline.Pipelined(tx) {
 		// With the COMMIT, in one round trip, as one statement whatever
 		// the batch's size.
 		if s.keepPublished {
-			if err := store.LaterSQL(tx, keepPublishedPostgres, []any{now.UTC(), published},
+			if err := pipeline.LaterSQL(tx, keepPublishedPostgres, []any{now.UTC(), published},
 				func(err error) error { return fmt.Errorf("outbox: keep published: %w", err) }); err != nil {
 				return err
 			}
 		}
-		return store.LaterSQL(tx, "DELETE FROM outbox_events WHERE position = ANY($1)", []any{published},
+		return pipeline.LaterSQL(tx, "DELETE FROM outbox_events WHERE position = ANY($1)", []any{published},
 			func(err error) error { return fmt.Errorf("outbox: delete published: %w", err) })
 	}
 	if s.keepPublished {

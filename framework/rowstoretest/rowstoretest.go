@@ -46,7 +46,7 @@ func widget(tenant string, id uuid.UUID, name string, at time.Time) *Widget {
 }
 
 // Run runs the contract on fresh databases from open.
-func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Dialect) framework.RowStore) {
+func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Driver) framework.RowStore) {
 	t.Helper()
 	setup := func(t *testing.T) (*store.DB, framework.RowStore) {
 		t.Helper()
@@ -54,7 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB, newStore func(store.Di
 		if err := db.Gorm.AutoMigrate(&Widget{}, &Part{}); err != nil {
 			t.Fatalf("AutoMigrate: %v", err)
 		}
-		return db, newStore(db.Dialect)
+		return db, newStore(db.Driver)
 	}
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -608,7 +608,7 @@ func indexes(t *testing.T, db *store.DB, table string) [][]string {
 	t.Helper()
 	var rows []struct{ Idx, Col string }
 	q := `SELECT il.name AS idx, ii.name AS col FROM pragma_index_list(?) AS il, pragma_index_info(il.name) AS ii ORDER BY il.name, ii.seqno`
-	if db.Dialect.Name() == "postgres" {
+	if db.Driver.Name() == "postgres" {
 		q = `SELECT i.relname AS idx, a.attname AS col
 			FROM pg_index x
 			JOIN pg_class i ON i.oid = x.indexrelid

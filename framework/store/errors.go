@@ -14,14 +14,23 @@ var (
 	// concurrent transaction. Nothing was committed.
 	ErrLockTimeout = errors.New("store: lock timeout")
 
+	// ErrUniqueViolation is returned (wrapped, by [Driver.Classify] and so
+	// by [DB.Classify] and [DB.Write]) when a unique index or primary key
+	// refused a row.
+	ErrUniqueViolation = errors.New("store: a unique column already holds this value")
+
+	// ErrUnstorableText is returned (wrapped, like [ErrUniqueViolation])
+	// when the database refused a text value it cannot store (a NUL in
+	// PostgreSQL text, a byte sequence that is not UTF-8).
+	ErrUnstorableText = errors.New("store: a text value cannot be stored")
+
 	// ErrMisconfigured is returned (wrapped, with what to change) by [New]
 	// and [Open] when the database lacks something the framework cannot set
-	// per transaction: SQLite not in WAL mode, a PostgreSQL server older
-	// than [MinPostgresVersion], a gorm dialector other than PostgreSQL or
-	// SQLite.
+	// per transaction (SQLite not in WAL mode, a server too old), or no
+	// registered [Driver] serves the gorm dialector.
 	ErrMisconfigured = errors.New("store: database not usable as configured")
 
-	// ErrUnknownDSN is returned by [Open] for a DSN that is neither
-	// "sqlite:PATH" nor a postgres:// URL.
-	ErrUnknownDSN = errors.New("store: unknown DSN scheme (want sqlite:PATH or postgres://…)")
+	// ErrUnknownDSN is returned (wrapped) by [Open] for a DSN whose scheme
+	// no registered [Driver] takes, or that its driver cannot parse.
+	ErrUnknownDSN = errors.New("store: unknown DSN")
 )

@@ -11,11 +11,14 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // the driver of the application's database
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
 // ExampleNew wraps the application's own *gorm.DB: no DSN parameter of the
-// framework's, the application's pool and logger stay as they are.
+// framework's, the application's pool and logger stay as they are. The
+// application imports the store's driver of its database (storesqlite
+// here, storepg for PostgreSQL).
 func ExampleNew() {
 	dir, _ := os.MkdirTemp("", "retrysafe-example")
 	defer os.RemoveAll(dir)
@@ -32,13 +35,13 @@ func ExampleNew() {
 	}
 	defer db.Close()
 	// The framework's own tables, and nothing of the demo's.
-	if err := migrations.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
 		panic(err)
 	}
 	engine, err := framework.NewEngine(db, framework.EngineConfig{})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(engine.DB().Dialect.Name())
+	fmt.Println(engine.DB().Driver.Name())
 	// Output: sqlite
 }

@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -92,24 +89,25 @@ func (c *Config) setDefaults() error {
 	return nil
 }
 
-// DB is a gorm handle together with its dialect.
+// DB is a gorm handle together with the [Driver] of its database.
 type DB struct {
-	Gorm    *gorm.DB
-	Dialect Dialect
+	Gorm   *gorm.DB
+	Driver Driver
 
 	lockTimeout      time.Duration
 	statementTimeout time.Duration
 	tracer           trace.Tracer
 }
 
-// New wraps an application's own *gorm.DB (PostgreSQL through
-// gorm.io/driver/postgres, or SQLite) for the framework; the dialect is
-// taken from gdb's dialector. The application keeps its pool, its DSN, its
-// logger and its migrations: what the framework needs per transaction,
-// [DB.Write] sets per transaction. New pings the database (an unreachable
-// one fails with [ErrUnavailable]) and checks what it cannot set itself,
-// failing with [ErrMisconfigured] and what to change: SQLite must be in WAL
-// mode, PostgreSQL at least [MinPostgresVersion]. Closing gdb stays the
+// New wraps an application's own *gorm.DB for the framework; the [Driver]
+// is the registered one that serves gdb's dialector (import
+// framework/store/storepg for gorm.io/driver/postgres, storesqlite for
+// github.com/glebarez/sqlite). The application keeps its pool, its DSN,
+// its logger and its migrations: what the framework needs per
+// transaction, [DB.Write] sets per transaction. New pings the database (an
+// unreachable one fails with [ErrUnavailable]) and runs the driver's
+// [Driver.Check] of what it cannot set itself, failing with
+// [ErrMisconfigured] and what to change. Closing gdb stays the
 // application's job ([DB.Close] closes it too).
 func New(ctx context.Context, gdb *gorm.DB, cfg Config) (*DB, error) {
 	if gdb == nil {
@@ -118,85 +116,58 @@ func New(ctx context.Context, gdb *gorm.DB, cfg Config) (*DB, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	var dialect Dialect
-	switch name := gdb.Dialector.Name(); name {
-	case "postgres":
-		dialect = postgresDialect{}
-	case "sqlite", "sqlite3":
-		dialect = sqliteDialect{}
-	default:
-		return nil, fmt.Errorf("%w: gorm dialector %q (want postgres or sqlite)", ErrMisconfigured, name)
+	d, err := driverFor(gdb.Dialector.Name())
+	if err != nil {
+		return nil, err
 	}
 	sqlDB, err := gdb.DB()
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	if err := sqlDB.PingContext(ctx); err != nil {
-		return nil, fmt.Errorf("store: ping: %w", classify(dialect, err))
+		return nil, fmt.Errorf("store: ping: %w", classify(d, err))
 	}
-	if err := dialect.check(ctx, sqlDB); err != nil {
-		return nil, classify(dialect, err)
+	if err := d.Check(ctx, gdb); err != nil {
+		return nil, classify(d, err)
 	}
-	return &DB{Gorm: gdb, Dialect: dialect, lockTimeout: cfg.LockTimeout, statementTimeout: cfg.StatementTimeout,
+	return &DB{Gorm: gdb, Driver: d, lockTimeout: cfg.LockTimeout, statementTimeout: cfg.StatementTimeout,
 		tracer: cfg.TracerProvider.Tracer(tracerName)}, nil
 }
 
-// Open connects to the database named by dsn and wraps it with [New]:
-// "sqlite:PATH" opens (and creates) a SQLite file in WAL mode;
-// "postgres://…" or "postgresql://…" opens PostgreSQL through pgx. An
-// unreachable database fails here with [ErrUnavailable].
+// Open connects to the database named by dsn through the registered
+// [Driver] of its scheme and wraps it with [New]: "sqlite:PATH" opens (and
+// creates) a SQLite file in WAL mode (storesqlite); "postgres://…" or
+// "postgresql://…" opens PostgreSQL through pgx (storepg). A DSN no
+// registered driver takes fails with [ErrUnknownDSN]; an unreachable
+// database with [ErrUnavailable].
 func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	gcfg := &gorm.Config{
+	d, err := driverForDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	dialector, pool, err := d.Open(ctx, dsn, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: open: %w", classify(d, err))
+	}
+	gdb, err := gorm.Open(dialector, &gorm.Config{
 		Logger:                 NewGormLogger(cfg.Logger, GormLoggerConfig{}),
 		SkipDefaultTransaction: true,
 		NowFunc:                func() time.Time { return time.Now().UTC() },
-	}
-	var (
-		dialector gorm.Dialector
-		dialect   Dialect
-		maxConns  = cfg.MaxOpenConns
-		pool      *sql.DB // the pool under dialector
-		err       error
-	)
-	switch {
-	case strings.HasPrefix(dsn, "sqlite:"):
-		path := strings.TrimPrefix(dsn, "sqlite:")
-		if path == "" {
-			return nil, fmt.Errorf("%w: empty SQLite path", ErrUnknownDSN)
-		}
-		dialect = sqliteDialect{}
-		if dialector, pool, err = sqliteDialector(sqliteDSN(path, cfg.LockTimeout), cfg.TracerProvider); err != nil {
-			return nil, fmt.Errorf("store: open: %w", classify(dialect, err))
-		}
-		if maxConns == 0 {
-			maxConns = 4
-		}
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		pgDSN, err := postgresDSN(dsn, cfg.ConnectTimeout)
-		if err != nil {
-			return nil, err
-		}
-		dialect = postgresDialect{}
-		if dialector, pool, err = postgresDialector(pgDSN, cfg.TracerProvider); err != nil {
-			return nil, fmt.Errorf("store: open: %w", classify(dialect, err))
-		}
-		if maxConns == 0 {
-			maxConns = 20
-		}
-	default:
-		return nil, ErrUnknownDSN
-	}
-	gdb, err := gorm.Open(dialector, gcfg)
+	})
 	if err != nil {
 		_ = pool.Close()
-		return nil, fmt.Errorf("store: open: %w", classify(dialect, err))
+		return nil, fmt.Errorf("store: open: %w", classify(d, err))
 	}
 	sqlDB, err := gdb.DB()
 	if err != nil {
 		return nil, err
+	}
+	maxConns := cfg.MaxOpenConns
+	if maxConns == 0 {
+		maxConns = d.DefaultMaxOpenConns()
 	}
 	sqlDB.SetMaxOpenConns(maxConns)
 	sqlDB.SetMaxIdleConns(maxConns)
@@ -209,33 +180,6 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	return db, nil
 }
 
-// sqliteDSN builds the driver DSN: WAL journal, a busy timeout as the lock
-// timeout for statements outside [DB.Write], foreign keys on.
-func sqliteDSN(path string, lockTimeout time.Duration) string {
-	q := url.Values{}
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", lockTimeout.Milliseconds()))
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	return "file:" + path + "?" + q.Encode()
-}
-
-// postgresDSN adds connect_timeout unless the DSN sets one. It is read by
-// the driver, not sent to the server, so it also works behind PgBouncer;
-// the server-side timeouts are set per transaction by [DB.Write].
-func postgresDSN(dsn string, connectTimeout time.Duration) (string, error) {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrUnknownDSN, err)
-	}
-	q := u.Query()
-	if q.Get("connect_timeout") == "" {
-		q.Set("connect_timeout", strconv.FormatInt(int64(max(time.Second, connectTimeout)/time.Second), 10))
-	}
-	u.RawQuery = q.Encode()
-	return u.String(), nil
-}
-
 // SQL returns the underlying *sql.DB (for migrations and Close).
 func (db *DB) SQL() *sql.DB {
 	sqlDB, _ := db.Gorm.DB()
@@ -245,20 +189,32 @@ func (db *DB) SQL() *sql.DB {
 // Close closes the connection pool.
 func (db *DB) Close() error { return db.SQL().Close() }
 
-// Classify wraps err with [ErrLockTimeout] or [ErrUnavailable] when the
-// dialect recognises it as one; other errors are returned unchanged.
-func (db *DB) Classify(err error) error { return classify(db.Dialect, err) }
+// Classify wraps err with the store's sentinel error it is
+// ([ErrLockTimeout], [ErrUnavailable], [ErrUniqueViolation],
+// [ErrUnstorableText]) when the driver recognises it as one; other errors
+// are returned unchanged.
+func (db *DB) Classify(err error) error { return classify(db.Driver, err) }
 
-func classify(d Dialect, err error) error {
-	if err == nil || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrLockTimeout) {
+func classify(d Driver, err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrLockTimeout) ||
+		errors.Is(err, ErrUniqueViolation) || errors.Is(err, ErrUnstorableText) {
 		return err
 	}
-	lockTimeout, unavailable := d.classify(err)
-	switch {
-	case lockTimeout:
-		return fmt.Errorf("%w: %w", ErrLockTimeout, err)
-	case unavailable:
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	return d.Classify(err)
+}
+
+// Classify is [DB.Classify] for an error whose database is not at hand:
+// err wrapped with the sentinel error that a registered [Driver]
+// recognises it as, or err unchanged. A driver recognises only its own
+// database's errors, besides lost connections.
+func Classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, d := range Drivers() {
+		if c := classify(d, err); c != err {
+			return c
+		}
 	}
 	return err
 }

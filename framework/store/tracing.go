@@ -3,51 +3,19 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
+	"syscall"
 
-	"github.com/XSAM/otelsql"
-	"github.com/exaring/otelpgx"
-	"github.com/glebarez/sqlite"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"gorm.io/driver/postgres"
-	"gorm.io/gorm"
 )
 
 // tracerName is the instrumentation scope of the store's own spans.
 const tracerName = "github.com/retrysafe/retrysafe/framework/store"
-
-// postgresDialector opens a pgx pool for dsn whose connections trace every
-// query and batch with otelpgx on tp. The tracer sits on the pgx
-// connection, under gorm: the pipelined writes and snapshot reads, which
-// send pgx batches on the raw connection, are traced like gorm's queries.
-// Query parameters are not recorded (otelpgx records them only when asked),
-// and a failed statement's error is recorded redacted ([redactingProvider]).
-func postgresDialector(dsn string, tp trace.TracerProvider) (gorm.Dialector, *sql.DB, error) {
-	cc, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return nil, nil, err
-	}
-	cc.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(redactingProvider{tp}), otelpgx.WithTrimSQLInSpanName())
-	pool := stdlib.OpenDB(*cc)
-	return postgres.New(postgres.Config{Conn: pool}), pool, nil
-}
-
-// sqliteDialector opens a SQLite pool for dsn through otelsql, which
-// traces every statement on tp without its arguments, and its errors
-// redacted ([redactingProvider]).
-func sqliteDialector(dsn string, tp trace.TracerProvider) (gorm.Dialector, *sql.DB, error) {
-	pool, err := otelsql.Open(sqlite.DriverName, dsn, otelsql.WithTracerProvider(redactingProvider{tp}),
-		otelsql.WithAttributes(attribute.String("db.system.name", "sqlite")),
-		otelsql.WithSpanOptions(otelsql.SpanOptions{OmitConnResetSession: true, OmitRows: true, OmitConnectorConnect: true}))
-	if err != nil {
-		return nil, nil, err
-	}
-	return &sqlite.Dialector{DriverName: sqlite.DriverName, Conn: pool}, pool, nil
-}
 
 // endSpan records err (if any) on span, without the values it may quote
 // ([RedactError]), and ends it.
@@ -60,11 +28,16 @@ func endSpan(span trace.Span, err error) {
 	span.End()
 }
 
-// redactingProvider gives the SQL tracers (otelpgx, otelsql) spans that
-// record an error's text without the values it quotes ([RedactError]): a
-// database's message can quote the input it refused (PostgreSQL's
-// `invalid input syntax for type uuid: "…"`), and telemetry carries no
-// request field value (DESIGN §7).
+// RedactingTracerProvider returns a provider whose tracers make spans
+// that record an error's text without the values it quotes
+// ([RedactError]), for the SQL tracers a [Driver] installs (otelpgx,
+// otelsql): a database's message can quote the input it refused
+// (PostgreSQL's `invalid input syntax for type uuid: "…"`), and telemetry
+// carries no request field value (DESIGN §7).
+func RedactingTracerProvider(tp trace.TracerProvider) trace.TracerProvider {
+	return redactingProvider{tp}
+}
+
 type redactingProvider struct{ trace.TracerProvider }
 
 func (p redactingProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
@@ -91,4 +64,22 @@ func (s redactingSpan) RecordError(err error, opts ...trace.EventOption) {
 
 func (s redactingSpan) SetStatus(code codes.Code, description string) {
 	s.Span.SetStatus(code, quoted.ReplaceAllString(description, `"…"`))
+}
+
+// ConnectionLost reports errors that mean the connection to the database
+// is gone or did not answer in time, whatever the driver: a network error,
+// a closed connection, or the context's deadline (the request deadline ran
+// out while waiting for a connection or an answer). Drivers report them as
+// [ErrUnavailable].
+func ConnectionLost(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) ||
+		errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE)
 }

@@ -17,10 +17,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for schema setup
 	"gorm.io/gorm"
 
+	// The drivers of the databases tests run on; storepg also registers
+	// pgx's database/sql driver "pgx", used for schema setup.
 	"github.com/retrysafe/retrysafe/framework/store/storemysql"
+	_ "github.com/retrysafe/retrysafe/framework/store/storepg"
+	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite"
 )
 
 // EnvURL names the environment variable holding the PostgreSQL test URL.

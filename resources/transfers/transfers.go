@@ -16,7 +16,6 @@ import (
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
-	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // Operation is the name of the transfer operation in fingerprints, records,
@@ -174,10 +173,11 @@ func move(tx *gorm.DB, tenant, currency, from, to string, amount int64, now time
 	}
 	args := []any{tenant, legs[0].account, currency, legs[0].delta, now, now,
 		tenant, legs[1].account, currency, legs[1].delta, now, now}
-	moved, err := store.Exec(tx, moveSQL, args...)
-	if err != nil {
-		return err
+	res := tx.Exec(moveSQL, args...)
+	if res.Error != nil {
+		return res.Error
 	}
+	moved := res.RowsAffected
 	if moved == 2 {
 		return nil
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/openapi"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storepg"     // PostgreSQL
+	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // SQLite
 	"github.com/retrysafe/retrysafe/resources/orders"
 	"github.com/retrysafe/retrysafe/resources/payments"
 	"github.com/retrysafe/retrysafe/resources/payments/sandbox"
@@ -136,7 +138,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 }
 
 func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
-	if err := schema.Up(ctx, db.SQL(), db.Dialect.Name()); err != nil {
+	if err := schema.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
 		return nil, err
 	}
 	registry := prometheus.NewRegistry()

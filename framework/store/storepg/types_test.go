@@ -1,4 +1,4 @@
-package store_test
+package storepg_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 func TestUUIDGoesOutAsSixteenBytes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	gdb := ownGorm(t, "postgres") // skips without TEST_DATABASE_URL
+	gdb := ownGorm(t) // skips without TEST_DATABASE_URL
 	sqlDB, err := gdb.DB()
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestUUIDGoesOutAsSixteenBytes(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if plan != "*store.uuidEncodePlan" {
+	if plan != "*storepg.uuidEncodePlan" {
 		t.Fatalf("a uuid.UUID is encoded by %s", plan)
 	}
 }

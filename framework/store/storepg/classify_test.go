@@ -1,4 +1,4 @@
-package store
+package storepg_test
 
 import (
 	"context"
@@ -13,16 +13,17 @@ import (
 	"testing"
 	"time"
 
-	sqlite "github.com/glebarez/go-sqlite"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/store/storepg"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
 // TestClassifyPostgres is the classifier's decision table: every
 // connection-class failure is an outage (503), lock waits are lock
-// timeouts (409), everything else is passed through (a bug: 500).
+// timeouts (409), unique violations and unstorable text are named, everything
+// else is passed through (a bug: 500).
 func TestClassifyPostgres(t *testing.T) {
 	t.Parallel()
 	refused := connectErr(t, "postgres://postgres@127.0.0.1:1/none?connect_timeout=2")
@@ -48,47 +49,18 @@ func TestClassifyPostgres(t *testing.T) {
 		{"lock timeout 55P03", pg("55P03"), "lock"},
 		{"deadlock 40P01", pg("40P01"), "lock"},
 		{"serialization 40001", pg("40001"), "lock"},
-		{"unique violation 23505", pg("23505"), ""},
-		{"bad UTF-8 22021", pg("22021"), ""},
+		{"read-only transaction 25006 (a standby)", pg("25006"), "unavailable"},
+		{"unique violation 23505", pg("23505"), "unique"},
+		{"bad UTF-8 22021", pg("22021"), "text"},
+		{"untranslatable 22P05", pg("22P05"), "text"},
 		{"no SQLSTATE at all", pg(""), ""},
 		{"plain error", errors.New("boom"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := outcome(classify(postgresDialect{}, tc.err)); got != tc.want {
+			if got := outcome(storepg.Driver{}.Classify(tc.err)); got != tc.want {
 				t.Fatalf("classify(%v) = %q, want %q", tc.err, got, tc.want)
 			}
 		})
-	}
-}
-
-func TestClassifySQLite(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		err  error
-		want string
-	}{
-		{"context deadline", context.DeadlineExceeded, "unavailable"},
-		{"bad conn", fmt.Errorf("x: %w", io.EOF), "unavailable"},
-		{"plain", errors.New("boom"), ""},
-	} {
-		if got := outcome(classify(sqliteDialect{}, tc.err)); got != tc.want {
-			t.Fatalf("%s: classify = %q, want %q", tc.name, got, tc.want)
-		}
-	}
-	// A real SQLite error: a file that cannot be opened.
-	db, err := sql.Open("sqlite", "file:"+t.TempDir()+"/missing/dir/x.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Ping()
-	var sqlErr *sqlite.Error
-	if !errors.As(err, &sqlErr) {
-		t.Fatalf("ping of an unopenable file = %v, want a *sqlite.Error", err)
-	}
-	if got := outcome(classify(sqliteDialect{}, err)); got != "unavailable" {
-		t.Fatalf("classify(%v) = %q, want unavailable", err, got)
 	}
 }
 
@@ -142,12 +114,12 @@ func TestClassifyRealRefusals(t *testing.T) {
 			if !errors.As(err, &pgErr) || pgErr.Code != tc.code {
 				t.Fatalf("connect = %v, want SQLSTATE %s", err, tc.code)
 			}
-			if got := outcome(classify(postgresDialect{}, err)); got != "unavailable" {
+			if got := outcome(storepg.Driver{}.Classify(err)); got != "unavailable" {
 				t.Fatalf("classify(%v) = %q, want unavailable", err, got)
 			}
 			// The same through Open, as a service starting against it sees.
-			_, err = Open(context.Background(), tc.dsn, Config{})
-			if !errors.Is(err, ErrUnavailable) {
+			_, err = store.Open(context.Background(), tc.dsn, store.Config{})
+			if !errors.Is(err, store.ErrUnavailable) {
 				t.Fatalf("Open = %v, want ErrUnavailable", err)
 			}
 		})
@@ -168,10 +140,14 @@ func connectErr(t *testing.T, dsn string) error {
 
 func outcome(err error) string {
 	switch {
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, store.ErrUnavailable):
 		return "unavailable"
-	case errors.Is(err, ErrLockTimeout):
+	case errors.Is(err, store.ErrLockTimeout):
 		return "lock"
+	case errors.Is(err, store.ErrUniqueViolation):
+		return "unique"
+	case errors.Is(err, store.ErrUnstorableText):
+		return "text"
 	}
 	return ""
 }

@@ -1,0 +1,253 @@
+// Package storepg is the PostgreSQL driver of the store ([store.Driver]),
+// through pgx: the only package of the framework that imports pgx. Import
+// it where the application opens its database:
+//
+//	import _ "github.com/retrysafe/retrysafe/framework/store/storepg"
+//
+//	db, err := store.Open(ctx, "postgres://…", store.Config{})
+//	// or, on the application's own handle (gorm.io/driver/postgres):
+//	db, err := store.New(ctx, gdb, store.Config{})
+//
+// A transaction of store.DB.Write pipelines: the begin (BEGIN and the
+// transaction-local lock, statement and idle timeouts) is sent in the same
+// pgx batch as the transaction's first statement, and writes whose answer
+// nothing needs (child rows, outbox events, savepoints) travel with the
+// next statement or with COMMIT. A snapshot read is one batch: BEGIN
+// REPEATABLE READ READ ONLY, the queries, COMMIT.
+package storepg
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/exaring/otelpgx"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/stdlib"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+)
+
+func init() { store.Register(Driver{}) }
+
+// MinVersion is the oldest PostgreSQL that [Driver.Check] accepts (as
+// server_version_num): the framework's SQL needs INSERT … ON CONFLICT …
+// RETURNING, FOR UPDATE SKIP LOCKED and SET LOCAL, and nothing older than
+// 12 is tested.
+const MinVersion = 120000
+
+// Driver is the PostgreSQL [store.Driver].
+type Driver struct{}
+
+var _ store.Driver = Driver{}
+
+// Name is "postgres".
+func (Driver) Name() string { return "postgres" }
+
+// Dialectors: gorm.io/driver/postgres.
+func (Driver) Dialectors() []string { return []string{"postgres"} }
+
+// Schemes: postgres:// and postgresql:// URLs.
+func (Driver) Schemes() []string { return []string{"postgres://", "postgresql://"} }
+
+// DefaultMaxOpenConns is 20.
+func (Driver) DefaultMaxOpenConns() int { return 20 }
+
+// Now is statement_timestamp(): when the statement arrived, not when a
+// transaction that may have stalled began.
+func (Driver) Now() string { return "statement_timestamp()" }
+
+// LockRow adds FOR UPDATE.
+func (Driver) LockRow(q *gorm.DB) *gorm.DB {
+	return q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+}
+
+// Open opens a pgx pool for dsn, with connect_timeout set from
+// cfg.ConnectTimeout unless the DSN sets one (it is read by the driver,
+// not sent to the server, so it also works behind PgBouncer), whose
+// connections trace every query and batch with otelpgx. The tracer sits
+// on the pgx connection, under gorm: the pipelined writes and snapshot
+// reads, which send pgx batches on the raw connection, are traced like
+// gorm's queries. Query parameters are not recorded, and a failed
+// statement's error is recorded redacted ([store.RedactingTracerProvider]).
+func (Driver) Open(_ context.Context, dsn string, cfg store.Config) (gorm.Dialector, *sql.DB, error) {
+	dsn, err := withConnectTimeout(dsn, cfg.ConnectTimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", store.ErrUnknownDSN, err)
+	}
+	cc.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(store.RedactingTracerProvider(cfg.TracerProvider)), otelpgx.WithTrimSQLInSpanName())
+	pool := stdlib.OpenDB(*cc)
+	return postgres.New(postgres.Config{Conn: pool}), pool, nil
+}
+
+// withConnectTimeout adds connect_timeout (whole seconds) unless the DSN
+// sets one.
+func withConnectTimeout(dsn string, connectTimeout time.Duration) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", store.ErrUnknownDSN, err)
+	}
+	q := u.Query()
+	if q.Get("connect_timeout") == "" {
+		q.Set("connect_timeout", strconv.FormatInt(int64(max(time.Second, connectTimeout)/time.Second), 10))
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// Check requires pgx under the handle (transactions are sent as pgx
+// batches, and a COMMIT that PostgreSQL answers ROLLBACK must not read as
+// success) and a server of at least [MinVersion].
+func (Driver) Check(ctx context.Context, gdb *gorm.DB) error {
+	db, err := gdb.DB()
+	if err != nil {
+		return err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	err = conn.Raw(func(dc any) error {
+		_, err := pgxConn(dc)
+		return err
+	})
+	_ = conn.Close()
+	if err != nil {
+		return err
+	}
+	var v string
+	if err := db.QueryRowContext(ctx, "SHOW server_version_num").Scan(&v); err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return fmt.Errorf("storepg: PostgreSQL server_version_num %q: %w", v, err)
+	}
+	if n < MinVersion {
+		return fmt.Errorf("%w: PostgreSQL %d is older than %d, the oldest the framework supports", store.ErrMisconfigured, n, MinVersion)
+	}
+	return nil
+}
+
+// Classify puts connection-class failures first: a server error that
+// arrives while connecting (the database is starting up, shutting down, or
+// has no connection slot left) is an outage whatever its SQLSTATE.
+func (Driver) Classify(err error) error {
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err) ||
+		pgconn.Timeout(err) || store.ConnectionLost(err) {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	switch pgErr.Code {
+	case "23505": // unique_violation
+		return fmt.Errorf("%w: %w", store.ErrUniqueViolation, err)
+	case "22021", // character_not_in_repertoire (a NUL in text)
+		"22P05": // untranslatable_character
+		return fmt.Errorf("%w: %w", store.ErrUnstorableText, err)
+	case "55P03", // lock_not_available (lock_timeout)
+		"40001", // serialization_failure
+		"40P01": // deadlock_detected
+		return fmt.Errorf("%w: %w", store.ErrLockTimeout, err)
+	case "57P01", // admin_shutdown
+		"57P02", // crash_shutdown
+		"57P03", // cannot_connect_now (starting up, shutting down, recovery)
+		"57P04", // database_dropped
+		"57P05", // idle_session_timeout
+		"57014", // query_canceled (statement_timeout, a cancel request)
+		"25P03", // idle_in_transaction_session_timeout
+		"25006", // read_only_sql_transaction (a standby, after a failover)
+		"58000", // system_error
+		"58030": // io_error
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	// Whole classes: 08 connection_exception, 53 insufficient_resources
+	// (53300 too_many_connections, 53100 disk_full).
+	if strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "53") {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return err
+}
+
+// Begin queues the begin of a transaction with the lock and statement
+// timeouts applied to it alone (and an idle-in-transaction timeout of six
+// statement timeouts, so a stalled process cannot hold its locks
+// forever): it is sent with the transaction's first statement. SET LOCAL
+// ends with the transaction, so a pooled server connection (PgBouncer)
+// keeps nothing.
+func (Driver) Begin(_ context.Context, conn *sql.Conn, opts store.TxOptions) (store.Tx, error) {
+	ms := func(d time.Duration) string { return strconv.FormatInt(max(d.Milliseconds(), 1), 10) }
+	begin := []queued{{sql: "BEGIN"}, {sql: "SELECT set_config('lock_timeout', '" + ms(opts.LockTimeout) +
+		"', true), set_config('statement_timeout', '" + ms(opts.StatementTimeout) +
+		"', true), set_config('idle_in_transaction_session_timeout', '" + ms(6*opts.StatementTimeout) + "', true)"}}
+	return &pinnedTx{conn: conn, queue: begin, beginLen: len(begin)}, nil
+}
+
+// pgxConn is the pgx connection under a database/sql driver connection of
+// PostgreSQL; [Driver.Check] refuses any other driver.
+func pgxConn(dc any) (*pgx.Conn, error) {
+	pc, ok := dc.(interface{ Conn() *pgx.Conn })
+	if !ok {
+		return nil, fmt.Errorf("%w: the PostgreSQL driver connection %T is not pgx (use gorm.io/driver/postgres or pgx's stdlib)", store.ErrMisconfigured, dc)
+	}
+	c := pc.Conn()
+	registerTypes(c)
+	return c, nil
+}
+
+// typesKey marks a connection whose type map [registerTypes] has taught.
+const typesKey = "retrysafe/storepg.types"
+
+// registerTypes teaches c's type map, once per connection, to send a
+// github.com/google/uuid UUID (the ID of every resource) as the 16 bytes
+// it is. Left to itself, pgx sends it through its driver.Valuer: the UUID
+// becomes a string, which pgx cannot put in the binary format of a uuid
+// parameter, so it builds an error message, parses the string back and
+// encodes that, for every UUID of every statement.
+func registerTypes(c *pgx.Conn) {
+	data := c.PgConn().CustomData()
+	if _, done := data[typesKey]; done {
+		return
+	}
+	m := c.TypeMap()
+	m.TryWrapEncodePlanFuncs = append([]pgtype.TryWrapEncodePlanFunc{tryWrapUUIDEncodePlan}, m.TryWrapEncodePlanFuncs...)
+	// Also forgets the plans made before the line above.
+	m.RegisterDefaultPgType(uuid.UUID{}, "uuid")
+	data[typesKey] = true
+}
+
+func tryWrapUUIDEncodePlan(value any) (pgtype.WrappedEncodePlanNextSetter, any, bool) {
+	if u, ok := value.(uuid.UUID); ok {
+		return &uuidEncodePlan{}, [16]byte(u), true
+	}
+	return nil, nil, false
+}
+
+// uuidEncodePlan encodes a uuid.UUID as its [16]byte. For a parameter that
+// is not a uuid (a text column) pgx finds no plan for the bytes and goes
+// on to the Valuer's string, as before.
+type uuidEncodePlan struct{ next pgtype.EncodePlan }
+
+func (p *uuidEncodePlan) SetNext(next pgtype.EncodePlan) { p.next = next }
+
+func (p *uuidEncodePlan) Encode(value any, buf []byte) ([]byte, error) {
+	return p.next.Encode([16]byte(value.(uuid.UUID)), buf)
+}
