@@ -1,6 +1,6 @@
 -- +goose NO TRANSACTION
 -- +goose Up
--- The MySQL family (MariaDB 10.6+) mirrors migrations/postgres. DDL is not
+-- The MySQL family (MariaDB 10.7+) mirrors migrations/postgres. DDL is not
 -- transactional there (each statement commits on its own), so a migration
 -- that crashed half-way is applied again from its first statement: every
 -- statement of every MySQL migration is written to be safe to re-run
@@ -11,7 +11,11 @@
 -- (utf8mb4_nopad_bin): keys compare byte for byte, so 'K' and 'k', or 'k'
 -- and 'k ', are two keys, as they are on PostgreSQL. Times are DATETIME(6)
 -- in UTC, written and compared on the database clock, UTC_TIMESTAMP(6),
--- which no session time zone shifts.
+-- which no session time zone shifts. UUIDs are MariaDB's UUID type (10.7+):
+-- 16 bytes stored and the canonical text read and written, so that
+-- uuid.UUID binds and scans unchanged and one UUID, however spelled, is one
+-- value (CHAR(36) would make 'A…' and 'a…' two; BINARY(16) would need
+-- every UUID parameter converted).
 --
 -- Idempotency records of the POST fallback (fallback/postkeys). The primary
 -- key is the concurrency control. fence is drawn from a sequence (MariaDB

@@ -10,11 +10,9 @@
 CREATE TABLE IF NOT EXISTS outbox_events (
     -- position orders events globally; the relay claims oldest first.
     position       BIGINT       NOT NULL AUTO_INCREMENT PRIMARY KEY,
-    -- a UUID in its canonical text: lower-case hex with hyphens, the only
-    -- spelling uuid.UUID writes and the CHECK accepts, so that one UUID
-    -- can never be two values
-    id             CHAR(36)     CHARACTER SET ascii COLLATE ascii_bin NOT NULL UNIQUE
-                   CHECK (id REGEXP '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'),
+    -- MariaDB's UUID type (10.7+): 16 bytes stored, the canonical text
+    -- read and written, any spelling of one UUID the same value
+    id             UUID         NOT NULL UNIQUE,
     tenant_id      VARCHAR(255) NOT NULL,
     type           VARCHAR(255) NOT NULL,
     aggregate_type VARCHAR(255) NOT NULL,

@@ -7,7 +7,7 @@
 -- re-run (see 00001).
 CREATE TABLE IF NOT EXISTS outbox_published (
     position       BIGINT       NOT NULL PRIMARY KEY,
-    id             CHAR(36)     CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    id             UUID         NOT NULL,
     tenant_id      VARCHAR(255) NOT NULL,
     type           VARCHAR(255) NOT NULL,
     aggregate_type VARCHAR(255) NOT NULL,

@@ -5,13 +5,12 @@
 -- MySQL: a crash half-way leaves the first tables, and goose runs the
 -- migration again). Text is utf8mb4 compared byte for byte
 -- (utf8mb4_nopad_bin), indexed text is VARCHAR(255) (MySQL indexes no
--- TEXT in full), times are DATETIME(6) in UTC, and an ID is its UUID's
--- canonical lower-case text: the one spelling uuid.UUID writes, which the
--- CHECK holds every row to, so that one UUID can never be two rows.
+-- TEXT in full), times are DATETIME(6) in UTC, and an ID is MariaDB's
+-- UUID type: 16 bytes stored, the canonical text read and written, so
+-- that 'ABC…' and 'abc…' are one UUID and can never be two rows.
 CREATE TABLE IF NOT EXISTS orders (
     tenant_id          VARCHAR(255) NOT NULL,
-    id                 CHAR(36)     CHARACTER SET ascii COLLATE ascii_bin NOT NULL
-                       CHECK (id REGEXP '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'),
+    id                 UUID         NOT NULL,
     version            BIGINT       NOT NULL,
     status             VARCHAR(255) NOT NULL,
     create_fingerprint TEXT         NOT NULL,
@@ -32,7 +31,7 @@ CREATE TABLE IF NOT EXISTS orders (
 -- The lines of an order, written and replaced with it.
 CREATE TABLE IF NOT EXISTS order_items (
     tenant_id        VARCHAR(255) NOT NULL,
-    order_id         CHAR(36)     CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    order_id         UUID         NOT NULL,
     position         INTEGER      NOT NULL,
     sku              TEXT         NOT NULL,
     quantity         BIGINT       NOT NULL,

@@ -3,12 +3,11 @@
 -- A resource table of the PUT engine on the MySQL family: the system
 -- columns of framework.System, the (tenant_id, id) primary key, the list
 -- and status indexes, then the resource's own columns and indexes. Safe to
--- re-run (one statement). The ID is its UUID's canonical lower-case text
--- (the CHECK keeps it the only spelling); indexed text is VARCHAR(255).
+-- re-run (one statement). The ID is MariaDB's UUID type (16 bytes, one
+-- value per UUID whatever its spelling); indexed text is VARCHAR(255).
 CREATE TABLE IF NOT EXISTS customers (
     tenant_id          VARCHAR(255) NOT NULL,
-    id                 CHAR(36)     CHARACTER SET ascii COLLATE ascii_bin NOT NULL
-                       CHECK (id REGEXP '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'),
+    id                 UUID         NOT NULL,
     version            BIGINT       NOT NULL,
     status             VARCHAR(255) NOT NULL,
     create_fingerprint TEXT         NOT NULL,
