@@ -218,12 +218,40 @@ type gormRowStore struct{ driver store.Driver }
 var keyColumns = []clause.Column{{Name: "tenant_id"}, {Name: "id"}}
 
 func (s gormRowStore) Insert(ctx context.Context, db *gorm.DB, p InsertRowParams) (bool, error) {
-	res := db.WithContext(ctx).Table(p.Table).Omit(clause.Associations).
-		Clauses(clause.OnConflict{Columns: keyColumns, DoNothing: true}).Create(p.Row)
+	q := db.WithContext(ctx).Table(p.Table).Omit(clause.Associations)
+	if d, ok := s.driver.(anyKeyConflicts); ok && d.SkipsAnyUniqueConflict() {
+		// A plain INSERT: a taken (tenant_id, id) is the primary key's
+		// unique violation, any other the resource's own.
+		res := q.Create(p.Row)
+		if res.Error == nil {
+			return true, nil
+		}
+		err := s.driver.Classify(res.Error)
+		if d.PrimaryKeyViolation(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	res := q.Clauses(clause.OnConflict{Columns: keyColumns, DoNothing: true}).Create(p.Row)
 	if res.Error != nil {
 		return false, s.driver.Classify(res.Error)
 	}
 	return res.RowsAffected == 1, nil
+}
+
+// anyKeyConflicts is implemented by a [store.Driver] whose database cannot
+// insert "unless this key is taken" for one unique key alone: MySQL's ON
+// DUPLICATE KEY UPDATE skips a row that conflicts on any unique index, so
+// that a resource's own unique column (an email) would silently read as
+// "the ID exists". [gormRowStore.Insert] then sends a plain INSERT and asks
+// the driver which key refused it.
+type anyKeyConflicts interface {
+	// SkipsAnyUniqueConflict reports that the database's "insert unless
+	// present" skips a conflict on any unique index.
+	SkipsAnyUniqueConflict() bool
+	// PrimaryKeyViolation reports whether err (classified) is a unique
+	// violation of the table's primary key.
+	PrimaryKeyViolation(err error) bool
 }
 
 // Create is pipelined on PostgreSQL ([pipeline.Later]): with the child rows

@@ -1,15 +1,11 @@
 package storemysql
 
 import (
-	"context"
-	"database/sql"
-	"database/sql/driver"
 	"errors"
-	"io"
-	"net"
-	"syscall"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // errorKind is what a MySQL-family error means to the framework; the
@@ -95,19 +91,9 @@ func kindOf(err error) errorKind {
 }
 
 // isConnectionError reports errors that mean the connection is gone or
-// did not answer in time: the driver's broken-connection errors, a network
-// error, or the context's deadline.
+// did not answer in time: the driver's broken-connection errors, and what
+// [store.ConnectionLost] knows of every driver.
 func isConnectionError(err error) bool {
-	var netErr net.Error
 	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, mysql.ErrMalformPkt) ||
-		errors.Is(err, mysql.ErrPktSync) || errors.Is(err, mysql.ErrPktSyncMul) ||
-		errors.As(err, &netErr) ||
-		errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, sql.ErrConnDone) ||
-		errors.Is(err, driver.ErrBadConn) ||
-		errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE)
+		errors.Is(err, mysql.ErrPktSync) || errors.Is(err, mysql.ErrPktSyncMul) || store.ConnectionLost(err)
 }

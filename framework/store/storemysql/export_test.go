@@ -14,9 +14,6 @@ func Begin(ctx context.Context, conn *sql.Conn, lockTimeout, statementTimeout ti
 	return begin(ctx, conn, lockTimeout, statementTimeout)
 }
 
-func (t *tx) Finish(ctx context.Context) error { return t.finish(ctx) }
-func (t *tx) Abort(ctx context.Context)        { t.abort(ctx) }
-
 type Kind = errorKind
 
 const (
@@ -28,3 +25,5 @@ const (
 )
 
 func KindOf(err error) Kind { return kindOf(err) }
+
+func CheckVersion(v string) error { return checkVersion(v) }

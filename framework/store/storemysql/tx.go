@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // A write transaction on the MySQL family sets, for itself alone, what the
@@ -41,11 +42,9 @@ func beginSQL(lockTimeout, statementTimeout time.Duration) string {
 const restoreSQL = "SET SESSION innodb_lock_wait_timeout = @retrysafe_lock_wait, " +
 	"SESSION max_statement_time = @retrysafe_statement_time, SESSION tx_isolation = @retrysafe_isolation"
 
-// errOwnedByWrite is what Commit and Rollback of a transaction return:
-// the transaction is ended by its owner (Finish, Abort).
-var errOwnedByWrite = errors.New("storemysql: the transaction is committed or rolled back by its owner, not through gorm")
-
-// tx is one write transaction on a pinned connection, as gorm sees it.
+// tx is the connection of one store.DB.Write transaction ([store.Tx]):
+// statements run on it as they come. It is a pointer, as gorm checks
+// committers for nil.
 type tx struct {
 	conn *sql.Conn
 	// failed is set when the server rolled the whole transaction back
@@ -54,10 +53,7 @@ type tx struct {
 	failed error
 }
 
-var (
-	_ gorm.ConnPool    = (*tx)(nil)
-	_ gorm.TxCommitter = (*tx)(nil)
-)
+var _ store.Tx = (*tx)(nil)
 
 // begin begins a write transaction on conn. A begin that fails leaves the
 // session as it was, or the connection is discarded.
@@ -68,7 +64,7 @@ func begin(ctx context.Context, conn *sql.Conn, lockTimeout, statementTimeout ti
 	}
 	if _, err := conn.ExecContext(ctx, "START TRANSACTION"); err != nil {
 		t := &tx{conn: conn}
-		t.abort(ctx)
+		t.Abort(ctx)
 		return nil, err
 	}
 	return &tx{conn: conn}, nil
@@ -119,14 +115,17 @@ func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 	return t.conn.QueryRowContext(ctx, query, args...)
 }
 
-func (t *tx) Commit() error   { return errOwnedByWrite }
-func (t *tx) Rollback() error { return errOwnedByWrite }
+// Commit fails: Write commits when fn returns nil.
+func (*tx) Commit() error { return store.ErrOwnedByWrite }
 
-// finish commits and restores the session. A failed COMMIT leaves the
+// Rollback fails: Write rolls back when fn returns an error.
+func (*tx) Rollback() error { return store.ErrOwnedByWrite }
+
+// Finish commits and restores the session. A failed COMMIT leaves the
 // transaction's outcome unknown to this side: the connection is discarded.
-func (t *tx) finish(ctx context.Context) error {
+func (t *tx) Finish(ctx context.Context) error {
 	if t.failed != nil {
-		t.abort(ctx)
+		t.Abort(ctx)
 		return t.failed
 	}
 	if _, err := t.conn.ExecContext(ctx, "COMMIT"); err != nil {
@@ -141,9 +140,9 @@ func (t *tx) finish(ctx context.Context) error {
 	return nil
 }
 
-// abort rolls back and restores the session, or discards the connection
+// Abort rolls back and restores the session, or discards the connection
 // when either fails.
-func (t *tx) abort(ctx context.Context) {
+func (t *tx) Abort(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
 	if _, err := t.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		_ = t.conn.Raw(func(any) error { return driver.ErrBadConn })
