@@ -629,6 +629,10 @@ func indexes(t *testing.T, db *store.DB, table string) [][]string {
 			WHERE c.relname = ? AND n.nspname = current_schema()
 			ORDER BY i.relname, k.ord`
 	}
+	if db.Driver.Name() == "mysql" {
+		q = `SELECT index_name AS idx, column_name AS col FROM information_schema.statistics
+			WHERE table_schema = DATABASE() AND table_name = ? ORDER BY index_name, seq_in_index`
+	}
 	if err := db.Gorm.Raw(q, table).Scan(&rows).Error; err != nil {
 		t.Fatalf("%s: read indexes: %v", table, err)
 	}

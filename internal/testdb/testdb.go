@@ -35,12 +35,16 @@ const EnvURL = "TEST_DATABASE_URL"
 const EnvMySQLURL = "TEST_MYSQL_URL"
 
 // Dialects returns the dialects to test on: "sqlite" always, "postgres"
-// when TEST_DATABASE_URL is set.
+// when TEST_DATABASE_URL is set, "mysql" when TEST_MYSQL_URL is set.
 func Dialects() []string {
+	dialects := []string{"sqlite"}
 	if os.Getenv(EnvURL) != "" {
-		return []string{"sqlite", "postgres"}
+		dialects = append(dialects, "postgres")
 	}
-	return []string{"sqlite"}
+	if os.Getenv(EnvMySQLURL) != "" {
+		dialects = append(dialects, "mysql")
+	}
+	return dialects
 }
 
 // Run runs fn as a parallel subtest per dialect, each with a new database.

@@ -233,14 +233,7 @@ func (Driver) ReadSnapshot(ctx context.Context, db *gorm.DB, conn *sql.Conn, que
 }
 
 // SkipsAnyUniqueConflict: ON DUPLICATE KEY UPDATE, MySQL's only "insert
-// unless present", skips a row that conflicts on any unique index, so the
-// framework's row store inserts plainly and asks [Driver.PrimaryKeyViolation].
+// unless present", skips a row that conflicts on any unique index; the
+// framework's row store then looks the key up to tell its own key from a
+// resource's unique column.
 func (Driver) SkipsAnyUniqueConflict() bool { return true }
-
-// PrimaryKeyViolation reports a duplicate entry for the table's primary
-// key (MariaDB names it 'PRIMARY', MySQL 8 'table.PRIMARY').
-func (Driver) PrimaryKeyViolation(err error) bool {
-	var myErr *mysql.MySQLError
-	return errors.As(err, &myErr) && (myErr.Number == erDupEntry || myErr.Number == erDupEntryWithKeyName) &&
-		(strings.HasSuffix(myErr.Message, "'PRIMARY'") || strings.HasSuffix(myErr.Message, ".PRIMARY'"))
-}
