@@ -136,15 +136,27 @@ type postgresRelayStore struct {
 }
 
 func (s *postgresRelayStore) withBatch(ctx context.Context, now time.Time, limit int, publish func([]claimedEvent) []settlement) (int, error) {
-	var n int
-	err := s.db.Write(ctx, func(tx *gorm.DB) error {
+	return s.lockedBatch(ctx, now, limit, publish, func(tx *gorm.DB) error {
 		// The planner cannot know how few rows the claim's filters leave
 		// (it assumes it scans the whole backlog), so past some thousands
 		// of pending events its cost passes jit_above_cost and JIT
 		// compilation made a 5 ms claim of 50,000 pending events take 100
 		// ms. Sent with the claim, not in a round trip of its own.
-		if err := pipeline.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Exec("SET LOCAL jit = off") }, nil); err != nil {
-			return err
+		return pipeline.Later(tx, func(db *gorm.DB) *gorm.DB { return db.Exec("SET LOCAL jit = off") }, nil)
+	})
+}
+
+// lockedBatch claims a batch FOR UPDATE SKIP LOCKED in a write
+// transaction held while the batch is published and settled, after
+// prepare (when set) on the transaction.
+func (s *gormRelayStore) lockedBatch(ctx context.Context, now time.Time, limit int, publish func([]claimedEvent) []settlement,
+	prepare func(tx *gorm.DB) error) (int, error) {
+	var n int
+	err := s.db.Write(ctx, func(tx *gorm.DB) error {
+		if prepare != nil {
+			if err := prepare(tx); err != nil {
+				return err
+			}
 		}
 		batch, err := s.claim(tx, fmt.Sprintf(claimSQL, "FOR UPDATE SKIP LOCKED"), now, limit)
 		if err != nil || len(batch) == 0 {
@@ -195,16 +207,7 @@ func (s *sqliteRelayStore) vacuum(context.Context) error { return nil }
 type mysqlRelayStore struct{ gormRelayStore }
 
 func (s *mysqlRelayStore) withBatch(ctx context.Context, now time.Time, limit int, publish func([]claimedEvent) []settlement) (int, error) {
-	var n int
-	err := s.db.Write(ctx, func(tx *gorm.DB) error {
-		batch, err := s.claim(tx, fmt.Sprintf(claimSQL, "FOR UPDATE SKIP LOCKED"), now, limit)
-		if err != nil || len(batch) == 0 {
-			return err
-		}
-		n = len(batch)
-		return s.settle(tx, now, publish(batch))
-	})
-	return n, err
+	return s.lockedBatch(ctx, now, limit, publish, nil)
 }
 
 func (s *mysqlRelayStore) vacuum(context.Context) error { return nil }
