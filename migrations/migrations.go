@@ -1,6 +1,6 @@
 // Package migrations owns the framework's own tables (the POST fallback's
 // idempotency records; the outbox and the consumer inbox), one embedded goose
-// source per dialect (postgres/, sqlite/).
+// source per dialect (postgres/, sqlite/, mysql/).
 //
 // [Up] applies them and nothing else: an application calls it at start-up
 // next to its own migrations and gets no demo or example table. The
@@ -11,11 +11,14 @@
 // resources' tables in resources/schema use it, and an application may too).
 // Up and Apply are idempotent: every process may call them at start, and
 // concurrent starts against one PostgreSQL database take turns on an
-// advisory lock. [Status] reads which of the framework's migrations are
+// advisory lock (on MySQL, a named lock: GET_LOCK). [Status] reads which of the framework's migrations are
 // applied and changes nothing (the retrysafe command's "migrate status").
 //
-// A new migration is a pair of files with the same number, one per dialect,
-// so that both stores always have the same tables.
+// A new migration is a file per dialect with the same number, so that
+// every store always has the same tables. DDL is not transactional on
+// MySQL: each statement of a mysql/ migration must be safe to run again
+// after a crash half-way (IF NOT EXISTS, IF EXISTS), as its first file
+// says.
 package migrations
 
 import (
@@ -36,17 +39,17 @@ import (
 // VersionTable is the goose version table of the framework's migrations.
 const VersionTable = "retrysafe_schema_version"
 
-//go:embed postgres/*.sql sqlite/*.sql
+//go:embed postgres/*.sql sqlite/*.sql mysql/*.sql
 var files embed.FS
 
-// Up applies every pending framework migration for dialect ("postgres" or
-// "sqlite") on db.
+// Up applies every pending framework migration for dialect ("postgres",
+// "sqlite" or "mysql") on db.
 func Up(ctx context.Context, db *sql.DB, dialect string) error {
 	return Apply(ctx, db, dialect, files, VersionTable)
 }
 
 // Apply applies every pending migration of source for dialect: the files of
-// source's subfolder named after the dialect ("postgres/", "sqlite/"),
+// source's subfolder named after the dialect ("postgres/", "sqlite/", "mysql/"),
 // versioned in versionTable. Each migration source needs a version table of
 // its own.
 func Apply(ctx context.Context, db *sql.DB, dialect string, source fs.FS, versionTable string) error {
@@ -62,7 +65,7 @@ func Apply(ctx context.Context, db *sql.DB, dialect string, source fs.FS, versio
 
 // newProvider is the goose provider of source's migrations for dialect,
 // versioned in versionTable (taking turns on an advisory lock on
-// PostgreSQL).
+// PostgreSQL, a named lock on MySQL).
 func newProvider(db *sql.DB, dialect string, source fs.FS, versionTable string) (*goose.Provider, error) {
 	if versionTable == "" {
 		return nil, fmt.Errorf("migrations: a version table name is required")
@@ -81,6 +84,9 @@ func newProvider(db *sql.DB, dialect string, source fs.FS, versionTable string) 
 		opts = append(opts, goose.WithSessionLocker(locker))
 	case "sqlite":
 		gooseDialect = goose.DialectSQLite3
+	case "mysql":
+		gooseDialect = goose.DialectMySQL
+		opts = append(opts, goose.WithSessionLocker(namedLock{name: "retrysafe_migrations_" + versionTable}))
 	default:
 		return nil, fmt.Errorf("migrations: unknown dialect %q", dialect)
 	}
@@ -117,10 +123,8 @@ func Status(ctx context.Context, db *sql.DB, dialect string) ([]Migration, error
 		out   []Migration
 		exist = true
 	)
-	storeDialect := database.DialectPostgres
-	if dialect == "sqlite" {
-		storeDialect = database.DialectSQLite3
-	}
+	storeDialect := map[string]database.Dialect{"postgres": database.DialectPostgres, "sqlite": database.DialectSQLite3,
+		"mysql": database.DialectMySQL}[dialect]
 	vs, err := database.NewStore(storeDialect, VersionTable)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %w", err)
@@ -161,4 +165,28 @@ func lockID(versionTable string) int64 {
 		h = h*33 + int64(versionTable[i])
 	}
 	return h & 0x7fffffffffff
+}
+
+// namedLock is goose's session lock on MySQL: GET_LOCK, a lock named by
+// the version table that the server holds for the session and drops when
+// the session ends (a process that dies while migrating frees it).
+type namedLock struct{ name string }
+
+// namedLockWait is how long one process waits for another's migrations.
+const namedLockWait = 5 * time.Minute
+
+func (l namedLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", l.name, int(namedLockWait/time.Second)).Scan(&got); err != nil {
+		return fmt.Errorf("migrations: lock %s: %w", l.name, err)
+	}
+	if got.Int64 != 1 {
+		return fmt.Errorf("migrations: lock %s: not granted within %v", l.name, namedLockWait)
+	}
+	return nil
+}
+
+func (l namedLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	var released sql.NullInt64
+	return conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", l.name).Scan(&released)
 }

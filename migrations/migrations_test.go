@@ -27,7 +27,7 @@ func TestUpCreatesOnlyTheFrameworksTables(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		query := "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+		query := "SELECT table_name FROM information_schema.tables WHERE table_schema = " + currentSchema(db)
 		if db.Driver.Name() == "sqlite" {
 			query = "SELECT name FROM sqlite_master WHERE type = 'table'"
 		}
@@ -73,7 +73,7 @@ func TestStatusReadsAndChangesNothing(t *testing.T) {
 			}
 		}
 		status(false)
-		query := "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+		query := "SELECT count(*) FROM information_schema.tables WHERE table_schema = " + currentSchema(db)
 		if db.Driver.Name() == "sqlite" {
 			query = "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
 		}
@@ -86,4 +86,13 @@ func TestStatusReadsAndChangesNothing(t *testing.T) {
 		}
 		status(true)
 	})
+}
+
+// currentSchema is the SQL of the schema (PostgreSQL) or database (MySQL)
+// the connection works in.
+func currentSchema(db *store.DB) string {
+	if db.Driver.Name() == "mysql" {
+		return "DATABASE()"
+	}
+	return "current_schema()"
 }

@@ -25,6 +25,9 @@ func TestOutboxPublishedMovesPublishedEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
+		if db.Driver.Name() == "mysql" {
+			t.Skip("the MySQL outbox_events never held published rows (migrations/mysql/00002): nothing to move")
+		}
 		dialect := goose.DialectSQLite3
 		if db.Driver.Name() == "postgres" {
 			dialect = goose.DialectPostgres

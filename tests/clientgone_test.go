@@ -228,5 +228,8 @@ func holdLocks(t *testing.T, dsn string) func() {
 	if strings.HasPrefix(dsn, "postgres") {
 		stmts = []string{"BEGIN", "LOCK TABLE orders, idempotency_records IN ACCESS EXCLUSIVE MODE"}
 	}
+	if strings.HasPrefix(dsn, "mysql") {
+		stmts = mysqlTableLocks("orders", "idempotency_records")
+	}
 	return holdLock(t, dsn, stmts)
 }

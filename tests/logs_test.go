@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
+	"github.com/retrysafe/retrysafe/framework/store/storemysql"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -134,7 +135,23 @@ func holdWriteLock(t *testing.T, dsn string) func() {
 	if strings.HasPrefix(dsn, "postgres") {
 		stmts = []string{"BEGIN", "LOCK TABLE idempotency_records IN EXCLUSIVE MODE"}
 	}
+	if strings.HasPrefix(dsn, "mysql") {
+		stmts = mysqlTableLocks("idempotency_records")
+	}
 	return holdLock(t, dsn, stmts)
+}
+
+// mysqlTableLocks begin a transaction that keeps every other one from
+// inserting into the tables: a locking read of all their rows under
+// REPEATABLE READ locks every gap of their primary keys, up to the last,
+// so an insert waits (for innodb_lock_wait_timeout, where LOCK TABLES
+// would make it wait for the metadata lock, past any lock timeout).
+func mysqlTableLocks(tables ...string) []string {
+	stmts := []string{"SET SESSION tx_isolation = 'REPEATABLE-READ'", "START TRANSACTION"}
+	for _, table := range tables {
+		stmts = append(stmts, "SELECT * FROM "+table+" FOR UPDATE")
+	}
+	return stmts
 }
 
 // holdLock runs stmts, which begin a transaction and take a lock, on a
@@ -182,6 +199,9 @@ func rejectInserts(t *testing.T, dsn string, on bool) {
 			}
 		}
 	}
+	if strings.HasPrefix(dsn, "mysql") && on {
+		stmts = []string{"CREATE TRIGGER reject_payments BEFORE INSERT ON payments FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'payments are refused'"}
+	}
 	db, conn := rawConn(t, dsn)
 	defer db.Close()
 	defer conn.Close()
@@ -200,7 +220,13 @@ func rawConn(t *testing.T, dsn string) (*sql.DB, *sql.Conn) {
 	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
 		driver, source = "sqlite", "file:"+path+"?_pragma=busy_timeout(5000)"
 	}
-	db, err := sql.Open(driver, source)
+	var db *sql.DB
+	var err error
+	if strings.HasPrefix(dsn, storemysql.Scheme) {
+		db, err = storemysql.OpenDB(dsn, 5*time.Second)
+	} else {
+		db, err = sql.Open(driver, source)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

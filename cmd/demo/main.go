@@ -3,6 +3,7 @@
 //
 //	go run ./cmd/demo                       # SQLite file retrysafe-demo.db, 127.0.0.1:8080
 //	go run ./cmd/demo -addr 127.0.0.1:9090 -db postgres://postgres@127.0.0.1:5432/test
+//	go run ./cmd/demo -addr 127.0.0.1:9090 -db mysql://root@127.0.0.1:3306/test
 //
 // DATABASE_URL is used when -db is absent; DEMO_API_TOKENS="tok:tenant,…"
 // replaces the default tokens sk_test_acme (acme) and sk_test_globex (globex).
@@ -68,7 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address HOST:PORT")
 	pool := fs.Int("pool", 0, "database pool size (default 20 on PostgreSQL, 4 on SQLite)")
-	dsn := fs.String("db", "", `database: "sqlite:PATH" or a postgres:// URL (default $DATABASE_URL, else sqlite:retrysafe-demo.db)`)
+	dsn := fs.String("db", "", `database: "sqlite:PATH", a postgres:// URL or a mysql:// URL (default $DATABASE_URL, else sqlite:retrysafe-demo.db)`)
 	natsURL := fs.String("nats", "", "NATS JetStream URL for the outbox relay and the ledger consumer (default $NATS_URL, else in process)")
 	deadline := fs.Duration("request-deadline", server.DefaultRequestDeadline, "deadline of every request; past it, 503 unavailable")
 	readHeader := fs.Duration("read-header-timeout", server.DefaultReadHeaderTimeout, "time to read a request's headers")

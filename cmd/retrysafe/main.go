@@ -19,6 +19,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storemysql"  // MariaDB (the MySQL family)
 	_ "github.com/retrysafe/retrysafe/framework/store/storepg"     // PostgreSQL
 	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // SQLite
 	"github.com/retrysafe/retrysafe/migrations"

@@ -285,8 +285,11 @@ func TestRefusesWithoutChange(t *testing.T) {
 		}
 		defer db.Close()
 		query := "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
-		if db.Driver.Name() == "sqlite" {
+		switch db.Driver.Name() {
+		case "sqlite":
 			query = "SELECT count(*) FROM sqlite_master"
+		case "mysql":
+			query = "SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE()"
 		}
 		var n int64
 		if err := db.Gorm.Raw(query).Scan(&n).Error; err != nil || n != 0 {

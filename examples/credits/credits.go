@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
@@ -97,26 +99,36 @@ func (c *Credits) Mount(g gin.IRouter) {
 }
 
 // execute moves the balance with one relative statement: a credit creates
-// the account on first use, a debit applies only while it is covered.
+// the account on first use (an upsert, which gorm spells for the database:
+// ON CONFLICT, or MySQL's ON DUPLICATE KEY UPDATE), a debit applies only
+// while it is covered. The new balance is then read under the row lock
+// the statement took (MySQL has no UPDATE … RETURNING).
 func (c *Credits) execute(ctx context.Context, tx *gorm.DB, req postkeys.Request[Command]) (postkeys.Response, error) {
 	amount := int64(req.Command.Amount)
-	var balances []int64
-	var err error
 	if amount > 0 {
-		err = tx.Raw(`INSERT INTO credit_accounts (tenant_id, name, balance, updated_at) VALUES (?, ?, ?, ?)
-ON CONFLICT (tenant_id, name) DO UPDATE SET balance = credit_accounts.balance + excluded.balance, updated_at = excluded.updated_at
-RETURNING balance`, req.Tenant, req.Command.Account, amount, req.Now).Find(&balances).Error
+		if err := tx.Table("credit_accounts").Clauses(clause.OnConflict{
+			Columns: []clause.Column{{Name: "tenant_id"}, {Name: "name"}},
+			DoUpdates: clause.Assignments(map[string]any{"balance": gorm.Expr("credit_accounts.balance + ?", amount),
+				"updated_at": req.Now}),
+		}).Create(map[string]any{"tenant_id": req.Tenant, "name": req.Command.Account, "balance": amount,
+			"updated_at": req.Now}).Error; err != nil {
+			return postkeys.Response{}, err
+		}
 	} else {
-		err = tx.Raw(`UPDATE credit_accounts SET balance = balance + ?, updated_at = ?
-WHERE tenant_id = ? AND name = ? AND balance + ? >= 0 RETURNING balance`,
-			amount, req.Now, req.Tenant, req.Command.Account, amount).Find(&balances).Error
+		res := tx.Exec(`UPDATE credit_accounts SET balance = balance + ?, updated_at = ?
+WHERE tenant_id = ? AND name = ? AND balance + ? >= 0`, amount, req.Now, req.Tenant, req.Command.Account, amount)
+		if res.Error != nil {
+			return postkeys.Response{}, res.Error
+		}
+		if res.RowsAffected != 1 {
+			return postkeys.Response{}, framework.Errorf(CodeInsufficientFunds,
+				"account %s cannot cover a debit of %d", req.Command.Account, -amount)
+		}
 	}
-	if err != nil {
-		return postkeys.Response{}, err
-	}
-	if len(balances) != 1 {
-		return postkeys.Response{}, framework.Errorf(CodeInsufficientFunds,
-			"account %s cannot cover a debit of %d", req.Command.Account, -amount)
+	var balances []int64
+	if err := tx.Raw("SELECT balance FROM credit_accounts WHERE tenant_id = ? AND name = ?", req.Tenant, req.Command.Account).
+		Find(&balances).Error; err != nil || len(balances) != 1 {
+		return postkeys.Response{}, errors.Join(err, errors.New("credits: the account's row is gone"))
 	}
 	row := entryRow{TenantID: req.Tenant, ID: "cr_" + strings.ReplaceAll(uuid.NewString(), "-", ""),
 		Account: req.Command.Account, Amount: amount, Balance: balances[0], CreatedAt: req.Now}

@@ -32,18 +32,20 @@ import (
 	"github.com/glebarez/sqlite"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/store/storemysql"    // MariaDB (the MySQL family)
 	_ "github.com/retrysafe/retrysafe/framework/store/storepg"     // PostgreSQL
 	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // SQLite
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
-//go:embed schema/postgres/*.sql schema/sqlite/*.sql
+//go:embed schema/postgres/*.sql schema/sqlite/*.sql schema/mysql/*.sql
 var schemaFiles embed.FS
 
 func main() {
@@ -60,7 +62,7 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	flags := flag.NewFlagSet("credits", flag.ContinueOnError)
 	addr := flags.String("addr", "127.0.0.1:8081", "listen address")
-	dsn := flags.String("db", "", `"sqlite:PATH" or a postgres:// URL (default: $DATABASE_URL, else sqlite:credits.db)`)
+	dsn := flags.String("db", "", `"sqlite:PATH", a postgres:// or a mysql:// URL (default: $DATABASE_URL, else sqlite:credits.db)`)
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -104,12 +106,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 // router.
 // openGorm opens the application's own *gorm.DB, as a service already has
 // one: "sqlite:PATH" (pure-Go SQLite in WAL mode, which the framework
-// requires) or a postgres:// URL. The framework is handed it with
+// requires), a postgres:// URL or a mysql:// URL. The framework is handed it with
 // store.New and sets what it needs per transaction.
 func openGorm(dsn string) (*gorm.DB, error) {
 	cfg := &gorm.Config{Logger: store.NewGormLogger(slog.Default(), store.GormLoggerConfig{})}
 	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
 		return gorm.Open(sqlite.Open("file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"), cfg)
+	}
+	if strings.HasPrefix(dsn, storemysql.Scheme) {
+		// go-sql-driver's DSN (parseTime=true, utf8mb4) from the URL.
+		mc, err := storemysql.Config(dsn, 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		return gorm.Open(mysql.Open(mc.FormatDSN()), cfg)
 	}
 	return gorm.Open(postgres.Open(dsn), cfg)
 }

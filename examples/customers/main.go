@@ -21,6 +21,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storemysql"  // MariaDB (the MySQL family)
 	_ "github.com/retrysafe/retrysafe/framework/store/storepg"     // PostgreSQL
 	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // SQLite
 	"github.com/retrysafe/retrysafe/migrations"
@@ -28,7 +29,7 @@ import (
 
 // schema holds the customers table, one goose source per dialect.
 //
-//go:embed schema/postgres/*.sql schema/sqlite/*.sql
+//go:embed schema/postgres/*.sql schema/sqlite/*.sql schema/mysql/*.sql
 var schema embed.FS
 
 func main() {

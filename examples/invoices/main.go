@@ -22,6 +22,7 @@ import (
 	"github.com/glebarez/sqlite"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 
@@ -29,12 +30,13 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/openapi"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/store/storemysql"    // MariaDB (the MySQL family)
 	_ "github.com/retrysafe/retrysafe/framework/store/storepg"     // PostgreSQL
 	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // SQLite
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
-//go:embed schema/postgres/*.sql schema/sqlite/*.sql
+//go:embed schema/postgres/*.sql schema/sqlite/*.sql schema/mysql/*.sql
 var schemaFiles embed.FS
 
 func main() {
@@ -93,12 +95,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 
 // openGorm opens the application's own *gorm.DB, as a service already has
 // one: "sqlite:PATH" (pure-Go SQLite in WAL mode, which the framework
-// requires) or a postgres:// URL. The framework is handed it with
+// requires), a postgres:// URL or a mysql:// URL. The framework is handed it with
 // store.New and sets what it needs per transaction.
 func openGorm(dsn string) (*gorm.DB, error) {
 	cfg := &gorm.Config{Logger: store.NewGormLogger(slog.Default(), store.GormLoggerConfig{})}
 	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
 		return gorm.Open(sqlite.Open("file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"), cfg)
+	}
+	if strings.HasPrefix(dsn, storemysql.Scheme) {
+		// go-sql-driver's DSN (parseTime=true, utf8mb4) from the URL.
+		mc, err := storemysql.Config(dsn, 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		return gorm.Open(mysql.Open(mc.FormatDSN()), cfg)
 	}
 	return gorm.Open(postgres.Open(dsn), cfg)
 }

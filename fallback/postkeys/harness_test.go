@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
@@ -138,7 +139,12 @@ func (w *widgets) run(ctx context.Context, run *postkeys.Run[widgetCmd]) (postke
 	w.provider.Add(1)
 	if w.complete {
 		return run.Complete(ctx, "widget_done", func(tx *gorm.DB) (postkeys.Response, error) {
-			if err := tx.Exec("UPDATE widgets SET name = name || '!' WHERE tenant_id = ? AND id = ?", run.Tenant(), run.ResourceRef()).Error; err != nil {
+			// || is OR on MySQL: concatenation is CONCAT there.
+			bang := "name || '!'"
+			if tx.Dialector.Name() == "mysql" {
+				bang = "CONCAT(name, '!')"
+			}
+			if err := tx.Exec("UPDATE widgets SET name = "+bang+" WHERE tenant_id = ? AND id = ?", run.Tenant(), run.ResourceRef()).Error; err != nil {
 				return postkeys.Response{}, err
 			}
 			if cmd.Decline {
@@ -230,8 +236,8 @@ func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *ha
 		t.Fatalf("migrations: %v", err)
 	}
 	for _, stmt := range []string{
-		"CREATE TABLE widgets (tenant_id TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, PRIMARY KEY (tenant_id, id))",
-		"CREATE TABLE counters (tenant_id TEXT NOT NULL PRIMARY KEY, value BIGINT NOT NULL)",
+		"CREATE TABLE widgets (tenant_id VARCHAR(255) NOT NULL, id VARCHAR(255) NOT NULL, name TEXT NOT NULL, PRIMARY KEY (tenant_id, id))",
+		"CREATE TABLE counters (tenant_id VARCHAR(255) NOT NULL PRIMARY KEY, value BIGINT NOT NULL)",
 	} {
 		if err := db.Gorm.Exec(stmt).Error; err != nil {
 			t.Fatalf("%s: %v", stmt, err)
@@ -278,8 +284,11 @@ func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *ha
 	cep, err := postkeys.Register(keys, postkeys.Operation[counterCmd]{
 		Name: "counters", KeyPolicy: postkeys.KeyOptional,
 		ExecuteFunc: func(ctx context.Context, tx *gorm.DB, req postkeys.Request[counterCmd]) (postkeys.Response, error) {
-			err := tx.Exec(`INSERT INTO counters (tenant_id, value) VALUES (?, ?)
-ON CONFLICT (tenant_id) DO UPDATE SET value = counters.value + excluded.value`, req.Tenant, req.Command.By).Error
+			// gorm spells the upsert for the database (ON CONFLICT, or
+			// MySQL's ON DUPLICATE KEY UPDATE).
+			err := tx.Table("counters").Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "tenant_id"}},
+				DoUpdates: clause.Assignments(map[string]any{"value": gorm.Expr("counters.value + ?", req.Command.By)})}).
+				Create(map[string]any{"tenant_id": req.Tenant, "value": req.Command.By}).Error
 			if err != nil {
 				return postkeys.Response{}, err
 			}

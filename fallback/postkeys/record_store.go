@@ -1,6 +1,7 @@
 package postkeys
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -297,8 +298,8 @@ type RecordStoreConfig struct {
 	ClockOffset func() time.Duration
 }
 
-// NewRecordStore returns the [RecordStore] for db's dialect (PostgreSQL or
-// SQLite), on the table that migrations.Up creates.
+// NewRecordStore returns the [RecordStore] for db's dialect (PostgreSQL,
+// SQLite or the MySQL family), on the table that migrations.Up creates.
 func NewRecordStore(db *store.DB, cfg RecordStoreConfig) (RecordStore, error) {
 	if db == nil {
 		return nil, fmt.Errorf("postkeys: NewRecordStore needs a database")
@@ -309,6 +310,8 @@ func NewRecordStore(db *store.DB, cfg RecordStoreConfig) (RecordStore, error) {
 		d = postgresRecords
 	case "sqlite":
 		d = sqliteRecords
+	case "mysql":
+		d = mysqlRecords
 	default:
 		return nil, fmt.Errorf("postkeys: no record store for dialect %q", db.Driver.Name())
 	}
@@ -335,6 +338,15 @@ type recordDialect struct {
 	// numbered: the hot statements run with numbered placeholders, with
 	// no gorm statement built (PostgreSQL).
 	numbered bool
+	// integer is the type of an integer CAST ("INTEGER" unless set).
+	integer string
+	// drawFence, when set, is the query that draws a fence token before a
+	// reclaim or a takeover, whose statements (in statements) take it as
+	// @new_fence: where the database has no UPDATE … RETURNING to report
+	// what a conditional write did (MySQL), the drawn token tells.
+	drawFence string
+	// statements replace recordSQL's statements of the same name.
+	statements map[string]string
 }
 
 var (
@@ -450,13 +462,13 @@ var recordSQL = map[string]string{
 	// path) draws no fence and attempts no insert; ON CONFLICT DO NOTHING
 	// covers a concurrent insert of the same key.
 	"insert": `INSERT INTO idempotency_records (` + claimColumns + `)
-SELECT @tenant, @operation, @key, @fingerprint, CAST(@version AS INTEGER), 'in_progress', @point, 1,
+SELECT @tenant, @operation, @key, @fingerprint, CAST(@version AS {int}), 'in_progress', @point, 1,
     {next_fence}, {lease}, {now}, {now}, {ttl}
 WHERE NOT EXISTS (SELECT 1 FROM idempotency_records WHERE ` + pkWhere + `)
 ON CONFLICT (tenant_id, operation, idem_key) DO NOTHING
 RETURNING fence, attempt`,
 	"reclaim": `INSERT INTO idempotency_records (` + claimColumns + `)
-VALUES (@tenant, @operation, @key, @fingerprint, CAST(@version AS INTEGER), 'in_progress', @point, 1,
+VALUES (@tenant, @operation, @key, @fingerprint, CAST(@version AS {int}), 'in_progress', @point, 1,
     {next_fence}, {lease}, {now}, {now}, {ttl})
 ON CONFLICT (tenant_id, operation, idem_key) DO UPDATE SET
     fingerprint = excluded.fingerprint,
@@ -492,7 +504,7 @@ WHERE ` + liveAttempt,
 WHERE ` + liveAttempt,
 	"create": `INSERT INTO idempotency_records (` + claimColumns + `,
     response_status, response_headers, response_body, response_truncated, resource_ref, error_code)
-VALUES (@tenant, @operation, @key, @fingerprint, CAST(@version AS INTEGER), 'completed', @point, 1,
+VALUES (@tenant, @operation, @key, @fingerprint, CAST(@version AS {int}), 'completed', @point, 1,
     {next_fence}, NULL, {now}, {now}, {ttl}, @status, @headers, @body, @truncated, @ref, @code)`,
 	"complete": `UPDATE idempotency_records
 SET state = 'completed', locked_until = NULL, response_status = @status, response_headers = @headers,
@@ -507,11 +519,13 @@ WHERE ` + liveAttempt,
 FROM idempotency_records
 WHERE (state = 'in_progress' AND locked_until <= {now}) OR state = 'unknown'
 ORDER BY updated_at LIMIT @limit`,
+	// The batch is a derived table inside IN, which MySQL accepts where it
+	// refuses LIMIT in an IN subquery.
 	"delete_expired": `DELETE FROM idempotency_records
 WHERE state = 'completed' AND expires_at <= {now} AND (tenant_id, operation, idem_key) IN (
-    SELECT tenant_id, operation, idem_key FROM idempotency_records
+    SELECT tenant_id, operation, idem_key FROM (SELECT tenant_id, operation, idem_key FROM idempotency_records
     WHERE state = 'completed' AND expires_at <= {now}
-    ORDER BY expires_at LIMIT @limit)`,
+    ORDER BY expires_at LIMIT @limit) batch)`,
 	"list": `SELECT ` + recordColumns + `,
     CASE WHEN state = 'completed' AND expires_at <= {now} THEN 1 ELSE 0 END AS expired,
     CASE WHEN locked_until IS NOT NULL AND locked_until <= {now} THEN 1 ELSE 0 END AS lease_expired
@@ -535,10 +549,14 @@ func newGormRecordStore(d recordDialect, driver store.Driver, offset func() time
 		"{ttl}", fmt.Sprintf(d.plus, "ttl"),
 		"{older}", fmt.Sprintf(d.plus, "older"),
 		"{next_fence}", d.nextFence,
+		"{int}", cmp.Or(d.integer, "INTEGER"),
 		"{age_of_oldest}", fmt.Sprintf(d.ageSeconds, "MIN(created_at)"),
 	)
 	s := &gormRecordStore{d: d, driver: driver, offset: offset, sql: map[string]string{}}
 	for name, q := range recordSQL {
+		s.sql[name] = r.Replace(q)
+	}
+	for name, q := range d.statements {
 		s.sql[name] = r.Replace(q)
 	}
 	if d.numbered {
@@ -592,12 +610,41 @@ func (s *gormRecordStore) claimArgs(p ClaimParams) map[string]any {
 		"point": PointStarted, "lease": s.d.duration(p.Lease), "ttl": s.d.duration(p.TTL)})
 }
 
+// Insert: a concurrent insert of the key that commits first makes the
+// statement fail with a unique violation where the database has no ON
+// CONFLICT DO NOTHING (MySQL, where InnoDB then rolls back that statement
+// alone): the key is held, as when the statement inserts nothing.
 func (s *gormRecordStore) Insert(ctx context.Context, db *gorm.DB, p ClaimParams) (Claim, bool, error) {
-	return s.returning(ctx, db, "insert", s.claimArgs(p))
+	c, ok, err := s.returning(ctx, db, "insert", s.claimArgs(p))
+	if err != nil && errors.Is(s.driver.Classify(err), store.ErrUniqueViolation) {
+		return Claim{}, false, nil
+	}
+	return c, ok, err
 }
 
 func (s *gormRecordStore) Reclaim(ctx context.Context, db *gorm.DB, p ClaimParams) (Claim, bool, error) {
-	return s.returning(ctx, db, "reclaim", s.claimArgs(p))
+	args := s.claimArgs(p)
+	if s.d.drawFence == "" {
+		return s.returning(ctx, db, "reclaim", args)
+	}
+	fence, err := s.draw(ctx, db, args)
+	if err != nil {
+		return Claim{}, false, err
+	}
+	// The statement returns the row as it left it: reclaimed when it
+	// carries the drawn token.
+	c, ok, err := s.returning(ctx, db, "reclaim", args)
+	return c, ok && c.Fence == fence, err
+}
+
+// draw draws a fence token into args["new_fence"] (see drawFence).
+func (s *gormRecordStore) draw(ctx context.Context, db *gorm.DB, args map[string]any) (int64, error) {
+	var fence int64
+	if err := db.WithContext(ctx).Raw(s.d.drawFence).Scan(&fence).Error; err != nil {
+		return 0, err
+	}
+	args["new_fence"] = fence
+	return fence, nil
 }
 
 func (s *gormRecordStore) Get(ctx context.Context, db *gorm.DB, id RecordID) (Record, bool, error) {
@@ -612,8 +659,19 @@ func (s *gormRecordStore) Get(ctx context.Context, db *gorm.DB, id RecordID) (Re
 }
 
 func (s *gormRecordStore) Takeover(ctx context.Context, db *gorm.DB, p TakeoverParams) (Claim, bool, error) {
-	return s.returning(ctx, db, "takeover", s.args(p.ID, map[string]any{"fence": p.Fence, "from": string(p.From),
-		"lease": s.d.duration(p.Lease)}))
+	args := s.args(p.ID, map[string]any{"fence": p.Fence, "from": string(p.From), "lease": s.d.duration(p.Lease)})
+	if s.d.drawFence == "" {
+		return s.returning(ctx, db, "takeover", args)
+	}
+	if _, err := s.draw(ctx, db, args); err != nil {
+		return Claim{}, false, err
+	}
+	if n, err := s.exec(ctx, db, "takeover", args); err != nil || n != 1 {
+		return Claim{}, false, err
+	}
+	// The row the takeover wrote, read by its new token (the row lock the
+	// update took keeps it as written until the transaction ends).
+	return s.returning(ctx, db, "taken_over", args)
 }
 
 func (s *gormRecordStore) Advance(ctx context.Context, db *gorm.DB, p AdvanceParams) (bool, error) {

@@ -3,6 +3,7 @@ package collection
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -225,7 +226,42 @@ func (s gormRowStore) Insert(ctx context.Context, db *gorm.DB, p InsertRowParams
 	if res.Error != nil {
 		return false, s.driver.Classify(res.Error)
 	}
-	return res.RowsAffected == 1, nil
+	if res.RowsAffected == 1 {
+		return true, nil
+	}
+	if d, ok := s.driver.(anyKeyConflicts); ok && d.SkipsAnyUniqueConflict() {
+		// The row was skipped for a conflict on some unique index, and
+		// the conflicting row is locked: the key's own row, or another
+		// row that holds the resource's unique value.
+		row, ok := p.Row.(interface{ SystemColumns() *System })
+		if !ok {
+			return false, fmt.Errorf("collection: Insert into %s: the row %T embeds no collection.System", p.Table, p.Row)
+		}
+		sys := row.SystemColumns()
+		var n int64
+		if err := db.WithContext(ctx).Table(p.Table).Where("tenant_id = ? AND id = ?", sys.TenantID, sys.ID).Count(&n).Error; err != nil {
+			return false, s.driver.Classify(err)
+		}
+		if n == 0 {
+			return false, fmt.Errorf("%w: a unique index of %s refused the row", ErrUniqueViolation, p.Table)
+		}
+	}
+	return false, nil
+}
+
+// anyKeyConflicts is implemented by a [store.Driver] whose database cannot
+// insert "unless this key is taken" for one unique key alone: MySQL's ON
+// DUPLICATE KEY UPDATE (gorm's OnConflict DoNothing there) skips a row that
+// conflicts on any unique index, so that a resource's own unique column
+// (an email) would read as "the ID exists". [gormRowStore.Insert] then
+// looks the key up after a skipped row. It keeps the upsert rather than
+// a plain INSERT whose duplicate-key error it would read: a failed INSERT
+// leaves a shared lock on the row, and two requests that then lock it for
+// update deadlock, where the upsert's exclusive lock makes them queue.
+type anyKeyConflicts interface {
+	// SkipsAnyUniqueConflict reports that the database's "insert unless
+	// present" skips a conflict on any unique index.
+	SkipsAnyUniqueConflict() bool
 }
 
 // Create is pipelined on PostgreSQL ([pipeline.Later]): with the child rows

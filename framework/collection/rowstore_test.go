@@ -3,6 +3,7 @@ package collection_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -49,7 +50,9 @@ func TestAutoMigrateMakesTheKeysAndIndexes(t *testing.T) {
 		rows := collection.NewRowStore(db.Driver)
 		ctx := context.Background()
 		insert := func(tenant, name string) error {
-			w := &rowstoretest.Widget{System: collection.System{TenantID: tenant, ID: uuid.New(), Version: 1}, Name: name}
+			// Times set: MySQL's strict sql_mode refuses a zero date.
+			now := time.Now().UTC()
+			w := &rowstoretest.Widget{System: collection.System{TenantID: tenant, ID: uuid.New(), Version: 1, CreatedAt: now, UpdatedAt: now}, Name: name}
 			_, err := rows.Insert(ctx, db.Gorm, collection.InsertRowParams{Table: "widgets", Row: w})
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/retrysafe/retrysafe/framework/store"
 )
@@ -84,8 +85,11 @@ func (in *Inbox) Process(ctx context.Context, consumer, messageID string, fn fun
 		return false, ErrNoMessageID
 	}
 	err = in.db.Write(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec(`INSERT INTO inbox_messages (consumer, message_id, received_at) VALUES (?, ?, ?)
-ON CONFLICT (consumer, message_id) DO NOTHING`, consumer, messageID, in.cfg.Now().UTC())
+		// gorm spells "insert unless the key is there" for each database
+		// (ON CONFLICT DO NOTHING, or MySQL's ON DUPLICATE KEY UPDATE with
+		// a no-op assignment); either way a duplicate affects no row.
+		res := tx.Clauses(clause.OnConflict{DoNothing: true}).
+			Create(&messageRow{Consumer: consumer, MessageID: messageID, ReceivedAt: in.cfg.Now().UTC()})
 		if res.Error != nil {
 			return fmt.Errorf("inbox: record %s: %w", consumer, res.Error)
 		}
@@ -115,8 +119,11 @@ func (in *Inbox) CleanupOnce(ctx context.Context) (int64, error) {
 	cutoff := in.cfg.Now().Add(-in.cfg.Retention).UTC()
 	var total int64
 	for ctx.Err() == nil {
+		// The batch is a derived table inside IN: MySQL refuses LIMIT in
+		// an IN subquery and a subquery on the table being deleted from,
+		// but not a derived table, which every database here reads alike.
 		res := in.db.Gorm.WithContext(ctx).Exec(`DELETE FROM inbox_messages WHERE received_at < ? AND message_id IN (
-  SELECT message_id FROM inbox_messages WHERE received_at < ? ORDER BY received_at LIMIT ?)`,
+  SELECT message_id FROM (SELECT message_id FROM inbox_messages WHERE received_at < ? ORDER BY received_at LIMIT ?) batch)`,
 			cutoff, cutoff, in.cfg.CleanupBatchSize)
 		if res.Error != nil {
 			return total, in.db.Classify(res.Error)
@@ -128,3 +135,12 @@ func (in *Inbox) CleanupOnce(ctx context.Context) (int64, error) {
 	}
 	return total, ctx.Err()
 }
+
+// messageRow is a row of inbox_messages.
+type messageRow struct {
+	Consumer   string    `gorm:"column:consumer;primaryKey"`
+	MessageID  string    `gorm:"column:message_id;primaryKey"`
+	ReceivedAt time.Time `gorm:"column:received_at"`
+}
+
+func (messageRow) TableName() string { return "inbox_messages" }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/propagation"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/retrysafe/retrysafe/internal/pipeline"
 )
@@ -98,6 +99,22 @@ func (r *eventRow) event() (Event, error) {
 const nextSeqSQL = `INSERT INTO outbox_sequences (tenant_id, aggregate_type, aggregate_id, last_seq) VALUES (?, ?, ?, 1)
 ON CONFLICT (tenant_id, aggregate_type, aggregate_id) DO UPDATE SET last_seq = outbox_sequences.last_seq + 1
 RETURNING last_seq`
+
+// sequenceRow is a row of outbox_sequences.
+type sequenceRow struct {
+	TenantID      string `gorm:"column:tenant_id;primaryKey"`
+	AggregateType string `gorm:"column:aggregate_type;primaryKey"`
+	AggregateID   string `gorm:"column:aggregate_id;primaryKey"`
+	LastSeq       int64  `gorm:"column:last_seq"`
+}
+
+func (sequenceRow) TableName() string { return "outbox_sequences" }
+
+// nextSeq is the conflict clause of nextSeqSQL.
+var nextSeq = clause.OnConflict{
+	Columns:   []clause.Column{{Name: "tenant_id"}, {Name: "aggregate_type"}, {Name: "aggregate_id"}},
+	DoUpdates: clause.Assignments(map[string]any{"last_seq": gorm.Expr("outbox_sequences.last_seq + 1")}),
+}
 
 // writeOrderedPostgres is the INSERT of an event of [AppendOrdered]: its
 // sequence number is its position, drawn once from the position's
@@ -221,9 +238,14 @@ func write(ctx context.Context, tx *gorm.DB, later, ordered bool, events []Event
 			written = append(written, ev)
 			continue
 		}
-		if err := tx.Raw(nextSeqSQL, ev.Tenant, ev.AggregateType, ev.AggregateID).Find(&ev.Seq).Error; err != nil {
+		// nextSeqSQL as gorm spells it for the database (ON CONFLICT … DO
+		// UPDATE on SQLite, ON DUPLICATE KEY UPDATE on MySQL, whose
+		// outbox_sequences has no unique key but the primary one).
+		counter := sequenceRow{TenantID: ev.Tenant, AggregateType: ev.AggregateType, AggregateID: ev.AggregateID, LastSeq: 1}
+		if err := tx.Clauses(nextSeq, clause.Returning{Columns: []clause.Column{{Name: "last_seq"}}}).Create(&counter).Error; err != nil {
 			return nil, fmt.Errorf("outbox: sequence of %s %s: %w", ev.AggregateType, ev.AggregateID, err)
 		}
+		ev.Seq = counter.LastSeq
 		row := eventRow{ID: ev.ID.String(), TenantID: ev.Tenant, Type: ev.Type, AggregateType: ev.AggregateType,
 			AggregateID: ev.AggregateID, Seq: ev.Seq, Payload: string(ev.Payload), Headers: string(headers),
 			CreatedAt: ev.CreatedAt, AvailableAt: ev.CreatedAt}

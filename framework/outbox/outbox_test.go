@@ -164,9 +164,13 @@ func TestWriteNumbersPerAggregateUnderConcurrency(t *testing.T) {
 // that orders its writers), with the row's new version as the payload.
 func appendOrdered(db *store.DB, aggregate string) error {
 	return db.Write(context.Background(), func(tx *gorm.DB) error {
+		// The bump, then its value read under the row lock it took (MySQL
+		// has no UPDATE … RETURNING).
 		var version int64
-		if err := tx.Raw("UPDATE things SET version = version + 1 WHERE id = ? RETURNING version", aggregate).
-			Scan(&version).Error; err != nil {
+		if err := tx.Exec("UPDATE things SET version = version + 1 WHERE id = ?", aggregate).Error; err != nil {
+			return err
+		}
+		if err := tx.Raw("SELECT version FROM things WHERE id = ?", aggregate).Scan(&version).Error; err != nil {
 			return err
 		}
 		return outbox.AppendOrdered(context.Background(), tx, outbox.Event{Tenant: "acme", Type: "thing.happened",
@@ -184,7 +188,7 @@ func TestAppendOrderedNumbersInCommitOrder(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		db := setup(t, dsn)
-		if err := db.Gorm.Exec("CREATE TABLE things (id TEXT PRIMARY KEY, version BIGINT NOT NULL)").Error; err != nil {
+		if err := db.Gorm.Exec("CREATE TABLE things (id VARCHAR(255) PRIMARY KEY, version BIGINT NOT NULL)").Error; err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Gorm.Exec("INSERT INTO things VALUES ('a1', 0), ('a2', 2)").Error; err != nil {

@@ -1,9 +1,10 @@
 // Package store is the database behind a retrysafe service, and the seam
 // between the framework and each database family: [Driver], implemented
 // by one package per database beside this one (storepg for PostgreSQL
-// through pgx, storesqlite for the pure-Go SQLite), the only packages that
-// import a database driver. This package imports none: an application
-// imports the drivers it uses, and each registers itself ([Register]):
+// through pgx, storemysql for MariaDB, storesqlite for the pure-Go
+// SQLite), the only packages that import a database driver. This package
+// imports none: an application imports the drivers it uses, and each
+// registers itself ([Register]):
 //
 //	import (
 //		"github.com/retrysafe/retrysafe/framework/store"

@@ -16,8 +16,8 @@ import (
 // Driver is one database family: everything the framework does that
 // differs between databases, and the only code that imports a database
 // driver. The framework's drivers are the packages beside this one:
-// storepg (PostgreSQL through pgx), storesqlite (the pure-Go SQLite of
-// github.com/glebarez/sqlite). An application imports the driver packages
+// storepg (PostgreSQL through pgx), storemysql (MariaDB, the MySQL
+// family), storesqlite (the pure-Go SQLite of github.com/glebarez/sqlite). An application imports the driver packages
 // of the databases it uses; each registers itself ([Register]) when it is
 // imported, and [New] and [Open] find it.
 //
@@ -171,4 +171,4 @@ func driverForDSN(dsn string) (Driver, error) {
 }
 
 // driverPackages names the framework's driver packages for error messages.
-const driverPackages = "github.com/retrysafe/retrysafe/framework/store/storepg for PostgreSQL, …/storesqlite for SQLite"
+const driverPackages = "github.com/retrysafe/retrysafe/framework/store/storepg for PostgreSQL, …/storemysql for MariaDB, …/storesqlite for SQLite"

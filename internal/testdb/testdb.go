@@ -1,7 +1,8 @@
 // Package testdb gives each test a database of its own: a fresh SQLite file
-// always, and a fresh PostgreSQL schema when TEST_DATABASE_URL is set. Both
-// are removed when the test ends, so tests run in parallel and leave nothing
-// behind. [Age] moves resource rows into the past.
+// always, a fresh PostgreSQL schema when TEST_DATABASE_URL is set, and a
+// fresh MariaDB/MySQL database when TEST_MYSQL_URL is set. All are removed
+// when the test ends, so tests run in parallel and leave nothing behind.
+// [Age] moves resource rows into the past.
 package testdb
 
 import (
@@ -20,6 +21,7 @@ import (
 
 	// The drivers of the databases tests run on; storepg also registers
 	// pgx's database/sql driver "pgx", used for schema setup.
+	"github.com/retrysafe/retrysafe/framework/store/storemysql"
 	_ "github.com/retrysafe/retrysafe/framework/store/storepg"
 	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite"
 )
@@ -27,13 +29,22 @@ import (
 // EnvURL names the environment variable holding the PostgreSQL test URL.
 const EnvURL = "TEST_DATABASE_URL"
 
+// EnvMySQLURL names the environment variable holding the MySQL-family test
+// URL (mysql://user:pass@host:port/db): the server on which [New] creates
+// a database per test.
+const EnvMySQLURL = "TEST_MYSQL_URL"
+
 // Dialects returns the dialects to test on: "sqlite" always, "postgres"
-// when TEST_DATABASE_URL is set.
+// when TEST_DATABASE_URL is set, "mysql" when TEST_MYSQL_URL is set.
 func Dialects() []string {
+	dialects := []string{"sqlite"}
 	if os.Getenv(EnvURL) != "" {
-		return []string{"sqlite", "postgres"}
+		dialects = append(dialects, "postgres")
 	}
-	return []string{"sqlite"}
+	if os.Getenv(EnvMySQLURL) != "" {
+		dialects = append(dialects, "mysql")
+	}
+	return dialects
 }
 
 // Run runs fn as a parallel subtest per dialect, each with a new database.
@@ -56,6 +67,8 @@ func New(tb testing.TB, dialect string) string {
 		return "sqlite:" + filepath.Join(tb.TempDir(), "test.db")
 	case "postgres":
 		return newSchema(tb)
+	case "mysql":
+		return newMySQLDatabase(tb)
 	}
 	tb.Fatalf("testdb: unknown dialect %q", dialect)
 	return ""
@@ -65,34 +78,56 @@ func New(tb testing.TB, dialect string) string {
 // when it is not set.
 func Postgres(tb testing.TB) string {
 	tb.Helper()
-	u := os.Getenv(EnvURL)
+	return fromEnv(tb, EnvURL)
+}
+
+// MySQL returns the server URL from TEST_MYSQL_URL, skipping the test when
+// it is not set.
+func MySQL(tb testing.TB) string {
+	tb.Helper()
+	return fromEnv(tb, EnvMySQLURL)
+}
+
+// fromEnv returns the environment variable name, skipping the test when it
+// is not set.
+func fromEnv(tb testing.TB, name string) string {
+	tb.Helper()
+	u := os.Getenv(name)
 	if u == "" {
-		tb.Skip("TEST_DATABASE_URL is not set")
+		tb.Skip(name + " is not set")
 	}
 	return u
+}
+
+// newMySQLDatabase creates a database of its own for the test on the
+// TEST_MYSQL_URL server (utf8mb4 with a binary, no-pad collation: the
+// tables' default, see migrations/mysql) and drops it at cleanup.
+func newMySQLDatabase(tb testing.TB) string {
+	tb.Helper()
+	base := MySQL(tb)
+	name := "t_" + randomName()
+	admin, err := storemysql.OpenDB(base, 5*time.Second)
+	if err != nil {
+		tb.Fatalf("testdb: %v", err)
+	}
+	createDropped(tb, admin, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin", "DROP DATABASE "+name)
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("testdb: %v", err)
+	}
+	u.Path = "/" + name
+	return u.String()
 }
 
 func newSchema(tb testing.TB) string {
 	tb.Helper()
 	base := Postgres(tb)
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
+	schema := "t_" + randomName()
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		tb.Fatalf("testdb: %v", err)
 	}
-	ctx := context.Background()
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		_ = admin.Close()
-		tb.Fatalf("testdb: create schema: %v", err)
-	}
-	tb.Cleanup(func() {
-		defer admin.Close()
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			tb.Errorf("testdb: drop schema %s: %v", schema, err)
-		}
-	})
+	createDropped(tb, admin, "CREATE SCHEMA "+schema, "DROP SCHEMA "+schema+" CASCADE")
 	u, err := url.Parse(base)
 	if err != nil {
 		tb.Fatalf("testdb: %v", err)
@@ -101,6 +136,29 @@ func newSchema(tb testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// createDropped runs create on admin, and drop at the end of the test;
+// admin is closed after drop.
+func createDropped(tb testing.TB, admin *sql.DB, create, drop string) {
+	tb.Helper()
+	if _, err := admin.ExecContext(context.Background(), create); err != nil {
+		_ = admin.Close()
+		tb.Fatalf("testdb: %s: %v", create, err)
+	}
+	tb.Cleanup(func() {
+		defer admin.Close()
+		if _, err := admin.ExecContext(context.Background(), drop); err != nil {
+			tb.Errorf("testdb: %s: %v", drop, err)
+		}
+	})
+}
+
+// randomName is 16 random hex digits, for a schema or database name.
+func randomName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Age moves the times the PUT engine stamps on the rows of table that

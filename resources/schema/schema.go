@@ -18,7 +18,7 @@ import (
 // VersionTable is the goose version table of these migrations.
 const VersionTable = "retrysafe_examples_schema_version"
 
-//go:embed postgres/*.sql sqlite/*.sql
+//go:embed postgres/*.sql sqlite/*.sql mysql/*.sql
 var files embed.FS
 
 // Up applies the framework's migrations and then the example resources'

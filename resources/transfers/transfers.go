@@ -160,6 +160,18 @@ VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)
 ON CONFLICT (tenant_id, name) DO UPDATE SET balance = accounts.balance + excluded.balance, updated_at = excluded.updated_at
 WHERE accounts.currency = excluded.currency`
 
+// moveSQLMySQL is moveSQL on the MySQL family, which has no DO UPDATE …
+// WHERE: each assignment applies only where the currencies agree (currency
+// itself is never assigned, so every condition reads the stored one).
+// MySQL counts an updated row twice in the affected rows, so the count
+// cannot tell a move from a skipped leg: move always looks for an account
+// in another currency there.
+const moveSQLMySQL = `INSERT INTO accounts (tenant_id, name, currency, balance, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)
+ON DUPLICATE KEY UPDATE
+    updated_at = IF(currency = VALUES(currency), VALUES(updated_at), updated_at),
+    balance = IF(currency = VALUES(currency), balance + VALUES(balance), balance)`
+
 // move moves amount from one account's balance to the other's, creating
 // an account with this currency on first use: one statement of two
 // relative updates, each applied only where the currencies agree. Its rows
@@ -176,12 +188,17 @@ func move(tx *gorm.DB, tenant, currency, from, to string, amount int64, now time
 	}
 	args := []any{tenant, legs[0].account, currency, legs[0].delta, now, now,
 		tenant, legs[1].account, currency, legs[1].delta, now, now}
-	res := tx.Exec(moveSQL, args...)
+	mysql := tx.Dialector.Name() == "mysql"
+	query := moveSQL
+	if mysql {
+		query = moveSQLMySQL
+	}
+	res := tx.Exec(query, args...)
 	if res.Error != nil {
 		return res.Error
 	}
 	moved := res.RowsAffected
-	if moved == 2 {
+	if moved == 2 && !mysql {
 		return nil
 	}
 	var other []accountRow
@@ -190,6 +207,9 @@ func move(tx *gorm.DB, tenant, currency, from, to string, amount int64, now time
 		return err
 	}
 	if len(other) == 0 {
+		if mysql {
+			return nil
+		}
 		return fmt.Errorf("transfers: %d of 2 balance moves applied, and no account holds another currency", moved)
 	}
 	return &framework.Error{Code: CodeCurrencyMismatch,

@@ -24,6 +24,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/framework/openapi"
 	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storemysql"  // MariaDB (the MySQL family)
 	_ "github.com/retrysafe/retrysafe/framework/store/storepg"     // PostgreSQL
 	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // SQLite
 	"github.com/retrysafe/retrysafe/resources/orders"
@@ -46,7 +47,7 @@ func LegacyOrdersDeprecatedSince() time.Time {
 
 // Config configures [New].
 type Config struct {
-	// DSN is "sqlite:PATH" or a postgres:// URL. Required.
+	// DSN is "sqlite:PATH", a postgres:// URL or a mysql:// URL. Required.
 	DSN string
 	// Tokens maps bearer tokens to tenants. Defaults to [DefaultTokens].
 	Tokens map[string]string

@@ -125,20 +125,19 @@ func (p *Provider) Charge(ctx context.Context, req payments.ChargeRequest) (paym
 		cur     chargeRow
 		created bool
 	)
-	err = p.db.Write(ctx, func(tx *gorm.DB) error {
-		ins := tx.Table(table).Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "tenant_id"}, {Name: "downstream_key"}},
-			DoNothing: true,
-		}).Create(&fresh)
-		if ins.Error != nil {
-			return ins.Error
+	// InnoDB can pick one of two concurrent upserts of a key as a
+	// deadlock's victim when the table has two unique indexes (MySQL's ON
+	// DUPLICATE KEY UPDATE locks both); the victim's transaction was rolled
+	// back whole, and the upsert is idempotent under the downstream key,
+	// so it is tried again, a few times at most.
+	for try := 0; ; try++ {
+		err = p.db.Write(ctx, func(tx *gorm.DB) error {
+			return p.insertOrFind(tx, &fresh, &cur, &created)
+		})
+		if !errors.Is(err, store.ErrLockTimeout) || try == 2 {
+			break
 		}
-		if created = ins.RowsAffected == 1; created {
-			cur = fresh
-			return nil
-		}
-		return tx.Table(table).Where("tenant_id = ? AND downstream_key = ?", req.Tenant, req.DownstreamKey).Take(&cur).Error
-	})
+	}
 	if err != nil {
 		return payments.Charge{}, fmt.Errorf("sandbox: charge: %w", err)
 	}
@@ -158,6 +157,23 @@ func (p *Provider) Charge(ctx context.Context, req payments.ChargeRequest) (paym
 		}
 	}
 	return cur.charge(), nil
+}
+
+// insertOrFind inserts fresh unless a charge of its downstream key exists,
+// and puts the charge of the key in cur.
+func (p *Provider) insertOrFind(tx *gorm.DB, fresh, cur *chargeRow, created *bool) error {
+	ins := tx.Table(table).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "tenant_id"}, {Name: "downstream_key"}},
+		DoNothing: true,
+	}).Create(fresh)
+	if ins.Error != nil {
+		return ins.Error
+	}
+	if *created = ins.RowsAffected == 1; *created {
+		*cur = *fresh
+		return nil
+	}
+	return tx.Table(table).Where("tenant_id = ? AND downstream_key = ?", fresh.TenantID, fresh.DownstreamKey).Take(cur).Error
 }
 
 // takeAnswer flips the charge's answered flag in one statement; the one call

@@ -1,0 +1,71 @@
+package postkeys
+
+import (
+	"strconv"
+	"time"
+)
+
+// mysqlRecords is the record SQL of the MySQL family (MariaDB 10.7+), in
+// one place. The clock is UTC_TIMESTAMP(6), which no session time zone
+// shifts; durations are microseconds. Fences come from a sequence
+// (migrations/mysql/00001), so they never repeat for a key. MySQL has no
+// ON CONFLICT and no UPDATE … RETURNING, so three claims are spelled
+// otherwise, each still one statement against the primary key:
+//
+//   - insert: INSERT … SELECT … WHERE NOT EXISTS … RETURNING (MariaDB's
+//     INSERT … RETURNING); a concurrent insert that commits first makes
+//     it fail with a duplicate key, which Insert reads as "held" (InnoDB
+//     rolls back that statement alone; the transaction goes on).
+//   - reclaim: INSERT … ON DUPLICATE KEY UPDATE whose assignments apply
+//     only to an expired completed record, with a token drawn beforehand:
+//     the first assignment sets the fence when the record may be
+//     reclaimed, and every later one asks "fence = VALUES(fence)" (MySQL
+//     evaluates the assignments in order, each seeing the ones before).
+//     The row comes back through RETURNING; it was reclaimed when it
+//     carries the drawn token.
+//   - takeover: the fenced UPDATE with the drawn token, then the row read
+//     by that token.
+//
+// Never INSERT IGNORE: it turns every error of the statement (a value that
+// does not fit, a NOT NULL) into a warning and stores what it can.
+var mysqlRecords = recordDialect{
+	now:        "(UTC_TIMESTAMP(6) + INTERVAL @off MICROSECOND)",
+	plus:       "(UTC_TIMESTAMP(6) + INTERVAL (@off + @%s) MICROSECOND)",
+	nextFence:  "NEXTVAL(idempotency_records_fence_seq)",
+	ageSeconds: "(TIMESTAMPDIFF(MICROSECOND, %s, UTC_TIMESTAMP(6) + INTERVAL @off MICROSECOND) / 1000000.0)",
+	duration:   func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) },
+	integer:    "SIGNED",
+	drawFence:  "SELECT NEXTVAL(idempotency_records_fence_seq)",
+	statements: map[string]string{
+		"insert": `INSERT INTO idempotency_records (` + claimColumns + `)
+SELECT @tenant, @operation, @key, @fingerprint, CAST(@version AS SIGNED), 'in_progress', @point, 1,
+    {next_fence}, {lease}, {now}, {now}, {ttl}
+FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM idempotency_records WHERE ` + pkWhere + `)
+RETURNING fence, attempt`,
+		"reclaim": `INSERT INTO idempotency_records (` + claimColumns + `)
+VALUES (@tenant, @operation, @key, @fingerprint, CAST(@version AS SIGNED), 'in_progress', @point, 1,
+    @new_fence, {lease}, {now}, {now}, {ttl})
+ON DUPLICATE KEY UPDATE
+    fence = IF(state = 'completed' AND expires_at <= {now}, VALUES(fence), fence),
+    fingerprint = IF(fence = VALUES(fence), VALUES(fingerprint), fingerprint),
+    fingerprint_version = IF(fence = VALUES(fence), VALUES(fingerprint_version), fingerprint_version),
+    recovery_point = IF(fence = VALUES(fence), VALUES(recovery_point), recovery_point),
+    attempt = IF(fence = VALUES(fence), attempt + 1, attempt),
+    locked_until = IF(fence = VALUES(fence), VALUES(locked_until), locked_until),
+    response_status = IF(fence = VALUES(fence), NULL, response_status),
+    response_headers = IF(fence = VALUES(fence), NULL, response_headers),
+    response_body = IF(fence = VALUES(fence), NULL, response_body),
+    response_truncated = IF(fence = VALUES(fence), FALSE, response_truncated),
+    resource_ref = IF(fence = VALUES(fence), NULL, resource_ref),
+    error_code = IF(fence = VALUES(fence), NULL, error_code),
+    created_at = IF(fence = VALUES(fence), VALUES(created_at), created_at),
+    updated_at = IF(fence = VALUES(fence), VALUES(updated_at), updated_at),
+    state = IF(fence = VALUES(fence), 'in_progress', state),
+    expires_at = IF(fence = VALUES(fence), VALUES(expires_at), expires_at)
+RETURNING fence, attempt`,
+		"takeover": `UPDATE idempotency_records
+SET state = 'in_progress', attempt = attempt + 1, fence = @new_fence, locked_until = {lease}, updated_at = {now}
+WHERE ` + pkWhere + ` AND fence = @fence AND state = @from AND (state = 'unknown' OR locked_until <= {now})`,
+		"taken_over": `SELECT fence, attempt FROM idempotency_records WHERE ` + pkWhere + ` AND fence = @new_fence`,
+	},
+}

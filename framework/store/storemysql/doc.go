@@ -1,0 +1,28 @@
+// Package storemysql is the MySQL family's driver of the store
+// ([store.Driver]) for MariaDB 10.7 and later, and the only package of the
+// framework that imports gorm.io/driver/mysql and
+// github.com/go-sql-driver/mysql. Import it where the application opens
+// its database:
+//
+//	import _ "github.com/retrysafe/retrysafe/framework/store/storemysql"
+//
+//	db, err := store.Open(ctx, "mysql://app:secret@db:3306/shop", store.Config{})
+//	// or, on the application's own handle (gorm.io/driver/mysql):
+//	gdb, err := gorm.Open(mysql.Open("app:secret@tcp(db:3306)/shop?parseTime=true&charset=utf8mb4"), &gorm.Config{})
+//	db, err := store.New(ctx, gdb, store.Config{})
+//
+// [Config] turns a mysql:// URL into the driver's configuration: times
+// parsed in UTC, utf8mb4, a UTC session time zone and a strict sql_mode,
+// whatever the URL says. [OpenDB] opens a database/sql pool on it for
+// migrations and administration. [Driver.Check] refuses, with what to
+// change, a handle without parseTime=true or utf8mb4, a session whose
+// sql_mode is not strict, one that counts matched rows (clientFoundRows),
+// or a server other than MariaDB [MinMariaDBVersion]+ (MySQL 8 has no
+// sequences and no INSERT … RETURNING, which the record store uses).
+//
+// A write transaction runs READ COMMITTED with its lock wait timeout and
+// statement timeout set on the session for itself alone and the
+// session's own values restored when it ends; a deadlock (1213) or a lock
+// wait past the timeout (1205) is [store.ErrLockTimeout]. The database
+// clock is UTC_TIMESTAMP(6).
+package storemysql

@@ -1,0 +1,257 @@
+package storemysql_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrysafe/retrysafe/framework/store/storemysql"
+	"github.com/retrysafe/retrysafe/internal/testdb"
+)
+
+// setup opens a database of the test's own with a table t (k INT primary
+// key, v INT) holding rows 1 and 20.
+func setup(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := storemysql.OpenDB(testdb.New(t, "mysql"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	for _, stmt := range []string{
+		"CREATE TABLE t (k INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(8)) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4",
+		"INSERT INTO t (k, v) VALUES (1, 0), (20, 0)",
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
+func conn(t *testing.T, db *sql.DB) *sql.Conn {
+	t.Helper()
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+type session struct {
+	LockWait  int64
+	Statement float64
+	Isolation string
+}
+
+func readSession(t *testing.T, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) session {
+	t.Helper()
+	var s session
+	if err := q.QueryRowContext(context.Background(), "SELECT @@session.innodb_lock_wait_timeout, @@session.max_statement_time, @@session.tx_isolation").
+		Scan(&s.LockWait, &s.Statement, &s.Isolation); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestTransactionSettingsAreItsOwn: a transaction runs READ COMMITTED with
+// its own lock and statement timeouts, and the session has its own values
+// back afterwards, whether the transaction committed or rolled back, so
+// that the application's use of its pool is unchanged.
+func TestTransactionSettingsAreItsOwn(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	c := conn(t, db)
+	ctx := context.Background()
+	if _, err := c.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 7, SESSION max_statement_time = 0, SESSION tx_isolation = 'SERIALIZABLE'"); err != nil {
+		t.Fatal(err)
+	}
+	own := readSession(t, c)
+	for _, commit := range []bool{true, false} {
+		tx, err := storemysql.Begin(ctx, c, 1500*time.Millisecond, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readSession(t, tx); got != (session{LockWait: 2, Statement: 5, Isolation: "READ-COMMITTED"}) {
+			t.Fatalf("in the transaction: %+v", got)
+		}
+		if commit {
+			if err := tx.Finish(ctx); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			tx.Abort(ctx)
+		}
+		if got := readSession(t, c); got != own {
+			t.Fatalf("after the transaction (commit %v): %+v, want %+v", commit, got, own)
+		}
+	}
+}
+
+// TestLockWaitIsALockTimeout: a statement that waits past the lock timeout
+// for a row another transaction holds fails with error 1205, read as a
+// lock timeout.
+func TestLockWaitIsALockTimeout(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	holder, err := storemysql.Begin(ctx, conn(t, db), time.Second, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Abort(ctx)
+	if _, err := holder.ExecContext(ctx, "UPDATE t SET v = 1 WHERE k = 1"); err != nil {
+		t.Fatal(err)
+	}
+	waiter, err := storemysql.Begin(ctx, conn(t, db), time.Second, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Abort(ctx)
+	_, err = waiter.ExecContext(ctx, "UPDATE t SET v = 2 WHERE k = 1")
+	if k := storemysql.KindOf(err); k != storemysql.LockTimeout {
+		t.Fatalf("waiting for the row: %v (kind %v), want a lock timeout", err, k)
+	}
+}
+
+// TestDeadlockIsALockTimeoutAndEndsTheTransaction: of two transactions
+// that lock two rows in opposite orders, InnoDB rolls one back whole with
+// error 1213, read as a lock timeout (retryable: nothing committed). The
+// victim's later statements are not sent, as they would run outside any
+// transaction; the other transaction commits.
+func TestDeadlockIsALockTimeoutAndEndsTheTransaction(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	a, err := storemysql.Begin(ctx, conn(t, db), 10*time.Second, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := storemysql.Begin(ctx, conn(t, db), 10*time.Second, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		tx  *storemysql.Tx
+		sql string
+	}{{a, "UPDATE t SET v = v + 1 WHERE k = 1"}, {b, "UPDATE t SET v = v + 1 WHERE k = 20"}} {
+		if _, err := step.tx.ExecContext(ctx, step.sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 2)
+	go func() { _, err := a.ExecContext(ctx, "UPDATE t SET v = v + 1 WHERE k = 20"); errs <- err }()
+	go func() { _, err := b.ExecContext(ctx, "UPDATE t SET v = v + 1 WHERE k = 1"); errs <- err }()
+	// The victim fails at once; the survivor waits for the victim's locks,
+	// which its rollback frees.
+	errA, errB := <-errs, <-errs
+	victimErr := errA
+	if victimErr == nil {
+		victimErr = errB
+	}
+	if (errA == nil) == (errB == nil) || storemysql.KindOf(victimErr) != storemysql.LockTimeout {
+		t.Fatalf("errors %v and %v: want one deadlock, read as a lock timeout", errA, errB)
+	}
+	victim, survivor := a, b
+	if _, err := b.ExecContext(ctx, "SELECT 1"); err != nil {
+		victim, survivor = b, a
+	}
+	if _, err := victim.ExecContext(ctx, "UPDATE t SET v = 100 WHERE k = 1"); err == nil {
+		t.Fatal("the victim sent a statement after its transaction was rolled back")
+	}
+	if err := victim.Finish(ctx); err == nil {
+		t.Fatal("the victim's Finish reported a commit")
+	}
+	if err := survivor.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var sum int
+	if err := db.QueryRow("SELECT SUM(v) FROM t").Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum != 2 {
+		t.Fatalf("sum of v = %d, want 2 (the survivor's two updates, none of the victim's)", sum)
+	}
+}
+
+// TestNeighbouringInsertsDoNotWait: two transactions that each look for
+// an absent key with a locking read and then insert it, two neighbouring
+// keys in the same gap. Under InnoDB's REPEATABLE READ the locking reads
+// take gap locks, and one of the two waits for the other (here: past a
+// one-second lock timeout) or deadlocks; under the READ COMMITTED that a
+// write transaction runs, neither waits and both commit.
+func TestNeighbouringInsertsDoNotWait(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	type execer interface {
+		ExecContext(context.Context, string, ...any) (sql.Result, error)
+		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	}
+	run := func(repeatableRead bool, keys [2]int) (failed int) {
+		var txs [2]execer
+		var ends [2]func()
+		for i := range txs {
+			c := conn(t, db)
+			if repeatableRead {
+				if _, err := c.ExecContext(ctx, "SET SESSION tx_isolation = 'REPEATABLE-READ', SESSION innodb_lock_wait_timeout = 1"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.ExecContext(ctx, "START TRANSACTION"); err != nil {
+					t.Fatal(err)
+				}
+				txs[i], ends[i] = c, func() { _, _ = c.ExecContext(ctx, "ROLLBACK") }
+				continue
+			}
+			tx, err := storemysql.Begin(ctx, c, time.Second, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			txs[i] = tx
+			ends[i] = func() {
+				if err := tx.Finish(ctx); err != nil {
+					failed++
+				}
+			}
+		}
+		step := func(i int, query string) {
+			var err error
+			if strings.HasPrefix(query, "SELECT") {
+				var rows *sql.Rows
+				if rows, err = txs[i].QueryContext(ctx, query, keys[i]); err == nil {
+					err = rows.Close()
+				}
+			} else {
+				_, err = txs[i].ExecContext(ctx, query, keys[i])
+			}
+			if err != nil {
+				if k := storemysql.KindOf(err); k != storemysql.LockTimeout {
+					t.Fatalf("%s: %v, want a lock timeout or none", query, err)
+				}
+				failed++
+			}
+		}
+		step(0, "SELECT * FROM t WHERE k = ? FOR UPDATE")
+		step(1, "SELECT * FROM t WHERE k = ? FOR UPDATE")
+		step(0, "INSERT INTO t (k, v) VALUES (?, 0)")
+		step(1, "INSERT INTO t (k, v) VALUES (?, 0)")
+		ends[0]()
+		ends[1]()
+		return failed
+	}
+	if n := run(true, [2]int{10, 11}); n == 0 {
+		t.Fatal("REPEATABLE READ: no transaction waited; the test no longer shows the gap lock")
+	}
+	if n := run(false, [2]int{12, 13}); n != 0 {
+		t.Fatalf("READ COMMITTED: %d statements waited past the lock timeout", n)
+	}
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM t WHERE k IN (12, 13)").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d rows of the READ COMMITTED inserts, %v", n, err)
+	}
+}
