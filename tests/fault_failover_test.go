@@ -492,6 +492,7 @@ type heldPayment struct {
 	final    response
 	err      error
 	attempts int
+	seen     []string // the answer to each attempt
 }
 
 // holdPayment sends the payment and returns once the process holds it
@@ -506,6 +507,21 @@ func holdPayment(ctx context.Context, t *testing.T, p *demoproc.Process, transpo
 		res, err := transport.RoundTrip(r)
 		once.Do(func() { close(h.first) })
 		h.attempts++
+		switch {
+		case err != nil:
+			h.seen = append(h.seen, "no answer")
+		case res.StatusCode == http.StatusCreated:
+			h.seen = append(h.seen, "201")
+		default:
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			res.Body = io.NopCloser(bytes.NewReader(body))
+			var p struct {
+				Code string `json:"code"`
+			}
+			_ = json.Unmarshal(body, &p)
+			h.seen = append(h.seen, fmt.Sprintf("%d %s", res.StatusCode, p.Code))
+		}
 		return res, err
 	})}
 	for drained := false; !drained; {
@@ -573,5 +589,5 @@ func (h *heldPayment) check(t *testing.T, db *gorm.DB) string {
 	if charges != 1 || recorded != 1 {
 		t.Fatalf("held payment %s: %d sandbox charges, %d succeeded payments with charge %s; want 1 and 1", v.ID, charges, recorded, v.ProviderChargeID)
 	}
-	return fmt.Sprintf("held payment: %d attempts, first answer after the stop, charged once", h.attempts)
+	return fmt.Sprintf("held payment charged once; its %d attempts, the first answered after the stop: %s", h.attempts, strings.Join(h.seen, ", "))
 }
