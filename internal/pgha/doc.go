@@ -16,7 +16,7 @@
 // is synchronous again.
 //
 // The test is skipped when pg_autoctl or the PostgreSQL server binaries
-// are not installed, and fails instead under CI=true. pg_autoctl refuses to
+// are not installed, and fails instead when CI is set. pg_autoctl refuses to
 // run as root: under root every command runs as the postgres user, in a
 // directory it owns. The monitor is tuned to notice a lost primary within
 // seconds (health checks every second, a node unhealthy after 3 s, a
