@@ -45,9 +45,9 @@ func TestFaultFailover(t *testing.T) {
 	bin := demoproc.Build(t)
 	args := append([]string{"-lease", "2s", "-recovery-interval", "200ms"}, keepEvents...)
 	proc := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: args})
-	// A second process holds each payment 4s after its charge: the third
+	// A second process holds each payment 6s after its charge: the third
 	// switch stops the primary while one is held there.
-	held := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: append(args, "-pause-at", "after_charge=4s")})
+	held := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: append(args, "-pause-at", "after_charge=6s")})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("formation:\n%s\ndemo:\n%s", f.Log(), proc.Log())
