@@ -36,6 +36,7 @@ func TestClassifyPostgres(t *testing.T) {
 		{"refused, wrapped", fmt.Errorf("store: ping: %w", refused), "unavailable"},
 		{"starting up 57P03", pg("57P03"), "unavailable"},
 		{"admin shutdown 57P01", fmt.Errorf("exec: %w", pg("57P01")), "unavailable"},
+		{"read-only transaction 25006 (a standby, a fenced primary)", pg("25006"), "unavailable"},
 		{"crash shutdown 57P02", pg("57P02"), "unavailable"},
 		{"too many connections 53300", pg("53300"), "unavailable"},
 		{"connection failure 08006", pg("08006"), "unavailable"},

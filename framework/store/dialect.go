@@ -86,6 +86,7 @@ func (postgresDialect) classify(err error) (lockTimeout, unavailable bool) {
 		"57P05", // idle_session_timeout
 		"57014", // query_canceled (statement_timeout, a cancel request)
 		"25P03", // idle_in_transaction_session_timeout
+		"25006", // read_only_sql_transaction: a standby, or a primary fenced read-only for a switchover
 		"58000", // system_error
 		"58030": // io_error
 		return false, true
