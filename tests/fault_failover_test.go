@@ -54,7 +54,7 @@ func TestFaultFailover(t *testing.T) {
 		}
 	})
 
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(faultScale(6, 15))*time.Minute)
 	defer cancel()
 	seen := &answers{}
 	client := &http.Client{Timeout: 20 * time.Second, Transport: seen.observe(http.DefaultTransport)}

@@ -313,14 +313,14 @@ func (f *Formation) waitMonitor() {
 // own (the monitor and the keepers), so a helper can only look.
 func (f *Formation) waitFor(what string, cond func() (bool, error)) {
 	f.tb.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		ok, err := cond()
 		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			f.tb.Fatalf("pgha: waited 90s for %s (last: %v)\n%s", what, err, f.Log())
+			f.tb.Fatalf("pgha: waited 3m for %s (last: %v)\n%s", what, err, f.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
