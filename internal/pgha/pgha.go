@@ -411,7 +411,20 @@ func (f *Formation) node(n Node) *process {
 func (f *Formation) PerformFailover() Node {
 	f.tb.Helper()
 	old := f.Primary()
-	f.run("perform", "failover", "--pgdata", f.monitor.pgdata, "--wait", "60")
+	args := []string{"perform", "failover", "--pgdata", f.monitor.pgdata, "--wait", "60"}
+	for attempt := 1; ; attempt++ {
+		out, err := f.command(args...).CombinedOutput()
+		if err == nil {
+			break
+		}
+		// The monitor's perform_failover can deadlock with its own
+		// health checks on a loaded machine; it rolled back, so run it
+		// again.
+		if attempt == 5 || !strings.Contains(string(out), "deadlock detected") {
+			f.tb.Fatalf("pgha: pg_autoctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	f.waitFor("a new primary", func() (bool, error) { return f.Primary() != old, nil })
 	return f.Primary()
 }
