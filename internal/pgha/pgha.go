@@ -97,8 +97,17 @@ func Start(tb testing.TB, cfg Config) *Formation {
 		}
 		f.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	// pg_autoctl keeps its configuration and state under XDG directories:
-	// inside root, so that nothing outlives the test.
+	// pg_autoctl keeps its configuration, state and pid files under XDG
+	// directories: inside root, so that nothing outlives the test. The
+	// runtime directory must exist, or the pid files go to /tmp/pg_autoctl.
+	if err := os.Mkdir(filepath.Join(root, "run"), 0o700); err != nil {
+		tb.Fatalf("pgha: %v", err)
+	}
+	if f.cred != nil {
+		if err := os.Chown(filepath.Join(root, "run"), int(f.cred.Uid), int(f.cred.Gid)); err != nil {
+			tb.Fatalf("pgha: %v", err)
+		}
+	}
 	f.env = append(os.Environ(), "HOME="+root, "XDG_CONFIG_HOME="+filepath.Join(root, "config"),
 		"XDG_DATA_HOME="+filepath.Join(root, "share"), "XDG_RUNTIME_DIR="+filepath.Join(root, "run"),
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "PGCONNECT_TIMEOUT=5")
