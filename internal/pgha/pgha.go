@@ -97,8 +97,17 @@ func Start(tb testing.TB, cfg Config) *Formation {
 		}
 		f.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	// pg_autoctl keeps its configuration and state under XDG directories:
-	// inside root, so that nothing outlives the test.
+	// pg_autoctl keeps its configuration, state and pid files under XDG
+	// directories: inside root, so that nothing outlives the test. The
+	// runtime directory must exist, or the pid files go to /tmp/pg_autoctl.
+	if err := os.Mkdir(filepath.Join(root, "run"), 0o700); err != nil {
+		tb.Fatalf("pgha: %v", err)
+	}
+	if f.cred != nil {
+		if err := os.Chown(filepath.Join(root, "run"), int(f.cred.Uid), int(f.cred.Gid)); err != nil {
+			tb.Fatalf("pgha: %v", err)
+		}
+	}
 	f.env = append(os.Environ(), "HOME="+root, "XDG_CONFIG_HOME="+filepath.Join(root, "config"),
 		"XDG_DATA_HOME="+filepath.Join(root, "share"), "XDG_RUNTIME_DIR="+filepath.Join(root, "run"),
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "PGCONNECT_TIMEOUT=5")
@@ -411,7 +420,20 @@ func (f *Formation) node(n Node) *process {
 func (f *Formation) PerformFailover() Node {
 	f.tb.Helper()
 	old := f.Primary()
-	f.run("perform", "failover", "--pgdata", f.monitor.pgdata, "--wait", "60")
+	args := []string{"perform", "failover", "--pgdata", f.monitor.pgdata, "--wait", "60"}
+	for attempt := 1; ; attempt++ {
+		out, err := f.command(args...).CombinedOutput()
+		if err == nil {
+			break
+		}
+		// The monitor's perform_failover can deadlock with its own
+		// health checks on a loaded machine; it rolled back, so run it
+		// again.
+		if attempt == 5 || !strings.Contains(string(out), "deadlock detected") {
+			f.tb.Fatalf("pgha: pg_autoctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	f.waitFor("a new primary", func() (bool, error) { return f.Primary() != old, nil })
 	return f.Primary()
 }
