@@ -43,7 +43,7 @@ func TestDriverBoundary(t *testing.T) {
 		return strings.HasPrefix(pkg, module+"framework/store/store") && pkg != module+"framework/store/storetest"
 	}
 	application := func(pkg string) bool {
-		for _, p := range []string{"cmd/", "examples/", "internal/testdb", "internal/pgtemp", "internal/demoproc"} {
+		for _, p := range []string{"cmd/", "examples/", "internal/testdb", "internal/pgtemp", "internal/pgha", "internal/demoproc"} {
 			if strings.HasPrefix(pkg, module+p) {
 				return true
 			}

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	_ "github.com/retrysafe/retrysafe/framework/store/storepg" // and so database/sql driver "pgx"
 
 	"github.com/retrysafe/retrysafe/internal/pgtemp"
 )
