@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -16,6 +17,9 @@ import (
 
 func setupBaselines(t *testing.T, dsn string) (*gin.Engine, *gorm.DB, string) {
 	t.Helper()
+	if strings.HasPrefix(dsn, "mysql://") {
+		t.Skip("the bench's baselines do not run on the MySQL family yet")
+	}
 	db, err := store.Open(context.Background(), dsn, store.Config{})
 	if err != nil {
 		t.Fatal(err)
