@@ -80,6 +80,14 @@ func NewBinder(cfg BinderConfig) (*Binder, error) {
 // custom tags at setup time.
 func (b *Binder) Validator() *validator.Validate { return b.validate }
 
+// MaxBodyBytes is the binder's bound of a request body.
+func (b *Binder) MaxBodyBytes() int64 { return b.maxBodyBytes }
+
+// CheckJSON reports, as a 400 malformed_json problem, a body that is not
+// one well-formed JSON value within the binder's nesting bound (a PATCH
+// document, checked before it is applied).
+func (b *Binder) CheckJSON(body []byte) error { return checkJSON(body, b.maxDepth) }
+
 // ReadBody reads the request body up to the limit; a larger body fails with
 // payload_too_large before it is read in full.
 //

@@ -40,7 +40,7 @@ func ErrorFor(err error) *Error {
 		return &Error{Code: CodeRequestInProgress, Detail: "a request with the same identity is being executed; retry shortly", Err: err}
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return &Error{Code: CodeUnavailable, Detail: "the database is unavailable; retry shortly", Err: err}
-	case errors.Is(err, ErrUnstorableText):
+	case errors.Is(err, store.ErrUnstorableText):
 		// Whatever statement carried it (a filter, a path value, a field
 		// of a resource's own query): the request cannot succeed as it is.
 		return &Error{Code: CodeValidationFailed, Detail: "a text value holds a character that cannot be stored",

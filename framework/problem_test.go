@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/retrysafe/retrysafe/framework"
@@ -178,15 +180,15 @@ func TestReadBodyContentType(t *testing.T) {
 func TestRouterHelpers(t *testing.T) {
 	t.Parallel()
 	gin.SetMode(gin.TestMode)
-	auth, err := framework.NewStaticTokens(map[string]string{"tok": "acme"})
+	auth, err := server.NewStaticTokens(map[string]string{"tok": "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	router := gin.New()
-	framework.UseProblemHandlers(router, nil)
-	v1 := router.Group("/v1", framework.RequireAuth(auth, nil))
+	server.UseProblemHandlers(router, nil)
+	v1 := router.Group("/v1", server.RequireAuth(auth, nil))
 	v1.GET("/things", func(c *gin.Context) {
-		tenant, ok := framework.Tenant(c, nil)
+		tenant, ok := server.Tenant(c, nil)
 		if ok {
 			c.String(http.StatusOK, tenant)
 		}

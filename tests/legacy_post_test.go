@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -27,7 +27,7 @@ func TestLegacyPOSTCreatesThroughTheEngine(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e := newEnv(t, dsn)
 		key := "order-1042-attempt"
-		id := framework.LegacyID("orders", key)
+		id := collection.LegacyID("orders", key)
 		location := orderPath(id)
 
 		created := e.do("POST", "/v1/orders", tokenAcme, orderBody(2, "10.00"), "Idempotency-Key", key)

@@ -9,11 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/orders"
@@ -47,21 +50,21 @@ func TestMigratingDocOnAPlainRouter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			col, err := framework.NewCollection(engine, orders.Resource())
+			col, err := collection.New(engine, orders.Resource())
 			if err != nil {
 				t.Fatal(err)
 			}
-			auth, err := framework.NewStaticTokens(tokens)
+			auth, err := server.NewStaticTokens(tokens)
 			if err != nil {
 				t.Fatal(err)
 			}
 			router := gin.New()
-			framework.UseProblemHandlers(router, nil)
+			server.UseProblemHandlers(router, nil)
 			router.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
-			v1 := router.Group("/v1", framework.RequireAuth(auth, nil))
+			v1 := router.Group("/v1", server.RequireAuth(auth, nil))
 			col.Mount(v1)
 			if legacy {
-				if err := col.MountLegacyPOST(v1, framework.LegacyConfig{
+				if err := col.MountLegacyPOST(v1, collection.LegacyConfig{
 					DeprecatedSince: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 				}); err != nil {
 					t.Fatal(err)
@@ -74,7 +77,7 @@ func TestMigratingDocOnAPlainRouter(t *testing.T) {
 		e := &env{t: t, srv: srv}
 
 		key := "K-1"
-		location := orderPath(framework.LegacyID("orders", key))
+		location := orderPath(collection.LegacyID("orders", key))
 		created := e.do(http.MethodPost, "/v1/orders", tokenAcme, orderBody(2, "10.00"), "Idempotency-Key", key)
 		wantStatus(t, created, http.StatusCreated)
 		if created.Header.Get("Location") != location || created.Header.Get("Idempotency-Key") != key ||

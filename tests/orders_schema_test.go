@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/framework/rowstoretest"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/orders"
@@ -18,7 +18,7 @@ func TestOrdersSchema(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e := newEnv(t, dsn)
 		rowstoretest.CheckTable(t, e.app.DB, rowstoretest.TableCheck{Table: "orders",
-			NewRow: func(string, uuid.UUID, int) framework.Row {
+			NewRow: func(string, uuid.UUID, int) collection.Row {
 				return &orders.Order{Customer: "cus_1", Currency: "EUR", TotalCents: 1}
 			},
 			Indexes: [][]string{{"tenant_id", "customer", "created_at", "id"}}})

@@ -13,18 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/google/uuid"
 
-	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
 // serveWithLimits serves the demo on a real listener through
-// framework.NewServer with cfg, and returns its address.
-func serveWithLimits(t *testing.T, cfg framework.ServerConfig) (string, *env) {
+// server.New with cfg, and returns its address.
+func serveWithLimits(t *testing.T, cfg server.Config) (string, *env) {
 	t.Helper()
 	e := newEnv(t, testdb.New(t, "sqlite"))
-	srv, err := framework.NewServer(e.app.Handler(), cfg)
+	srv, err := server.New(e.app.Handler(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func waitClosed(c net.Conn, limit time.Duration) time.Duration {
 // its timeout, having stored nothing.
 func TestSlowClientsDoNotStarveTheServer(t *testing.T) {
 	t.Parallel()
-	cfg := framework.ServerConfig{
+	cfg := server.Config{
 		ReadHeaderTimeout: 500 * time.Millisecond,
 		ReadTimeout:       time.Second,
 		WriteTimeout:      2 * time.Second,
@@ -161,7 +162,7 @@ func TestSlowClientsDoNotStarveTheServer(t *testing.T) {
 // without waiting for the body (the read timeout here is long).
 func TestUnauthenticatedRequestIsAnsweredWithoutItsBody(t *testing.T) {
 	t.Parallel()
-	addr, _ := serveWithLimits(t, framework.ServerConfig{ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+	addr, _ := serveWithLimits(t, server.Config{ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 	for _, token := range []string{"", "Authorization: Bearer sk_wrong\r\n"} {
 		for _, length := range []int{10, 10 << 20} {
 			c, err := net.Dial("tcp", addr)

@@ -37,7 +37,7 @@ func (sc *scenario) baselines() []string {
 		return nil
 	case "put-create", "legacy-post-create", "post-local-create":
 		return []string{"naive", "naive-outbox", "floor"}
-	case "put-replay", "legacy-post-replay", "post-local-replay":
+	case "put-replay", "legacy-post-replay", "post-local-replay", "payments-replay":
 		return []string{"naive", "naive-replay"}
 	}
 	return []string{"naive"}

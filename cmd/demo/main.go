@@ -45,6 +45,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
@@ -69,11 +71,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	pool := fs.Int("pool", 0, "database pool size (default 20 on PostgreSQL, 4 on SQLite)")
 	dsn := fs.String("db", "", `database: "sqlite:PATH", a postgres:// URL or a mysql:// URL (default $DATABASE_URL, else sqlite:retrysafe-demo.db)`)
 	natsURL := fs.String("nats", "", "NATS JetStream URL for the outbox relay and the ledger consumer (default $NATS_URL, else in process)")
-	deadline := fs.Duration("request-deadline", framework.DefaultRequestDeadline, "deadline of every request; past it, 503 unavailable")
-	readHeader := fs.Duration("read-header-timeout", framework.DefaultReadHeaderTimeout, "time to read a request's headers")
-	read := fs.Duration("read-timeout", framework.DefaultReadTimeout, "time to read a whole request, headers and body")
-	write := fs.Duration("write-timeout", framework.DefaultWriteTimeout, "time from the end of the headers to the end of the response")
-	idle := fs.Duration("idle-timeout", framework.DefaultIdleTimeout, "keep-alive connections idle this long are closed")
+	deadline := fs.Duration("request-deadline", server.DefaultRequestDeadline, "deadline of every request; past it, 503 unavailable")
+	readHeader := fs.Duration("read-header-timeout", server.DefaultReadHeaderTimeout, "time to read a request's headers")
+	read := fs.Duration("read-timeout", server.DefaultReadTimeout, "time to read a whole request, headers and body")
+	write := fs.Duration("write-timeout", server.DefaultWriteTimeout, "time from the end of the headers to the end of the response")
+	idle := fs.Duration("idle-timeout", server.DefaultIdleTimeout, "keep-alive connections idle this long are closed")
 	connect := fs.Duration("db-connect-timeout", 5*time.Second, "time to open one database connection")
 	statement := fs.Duration("db-statement-timeout", 5*time.Second, "time one SQL statement of a write transaction may run (PostgreSQL)")
 	outboxRetention := fs.Duration("outbox-retention", 0, "keep published outbox events this long (default 0: delete each as it is published)")
@@ -96,7 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	tokens := app.DefaultTokens()
 	if list := getenv("DEMO_API_TOKENS"); list != "" {
-		if tokens, err = framework.ParseTokenList(list); err != nil {
+		if tokens, err = server.ParseTokenList(list); err != nil {
 			return err
 		}
 	}
@@ -119,7 +121,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	gate := &startingHandler{}
-	srv, err := framework.NewServer(gate, framework.ServerConfig{
+	srv, err := server.New(gate, server.Config{
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
 	})
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -90,7 +92,7 @@ func NewCredits(engine *framework.Engine, keys *postkeys.Adapter) (*Credits, err
 }
 
 // Mount registers POST /credits and GET /accounts/:name on g, which runs
-// framework.RequireAuth.
+// server.RequireAuth.
 func (c *Credits) Mount(g gin.IRouter) {
 	g.POST("/credits", c.endpoint.Handle)
 	g.GET("/accounts/:name", c.account)
@@ -139,7 +141,7 @@ WHERE tenant_id = ? AND name = ? AND balance + ? >= 0`, amount, req.Now, req.Ten
 
 // account answers GET /v1/accounts/:name with the tenant's balance.
 func (c *Credits) account(g *gin.Context) {
-	tenant, ok := framework.Tenant(g, c.engine.Logger())
+	tenant, ok := server.Tenant(g, c.engine.Logger())
 	if !ok {
 		return
 	}

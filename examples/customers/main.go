@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"github.com/glebarez/sqlite"
 	"gorm.io/driver/postgres"
@@ -63,7 +65,7 @@ func run(ctx context.Context, dsn, addr string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv, err := framework.NewServer(handler, framework.ServerConfig{}) // header, body, write and idle timeouts
+	srv, err := server.New(handler, server.Config{}) // header, body, write and idle timeouts
 	if err != nil {
 		return err
 	}
@@ -115,13 +117,13 @@ func newHandler(ctx context.Context, db *store.DB, tokens map[string]string, log
 	if err != nil {
 		return nil, err
 	}
-	auth, err := framework.NewStaticTokens(tokens)
+	auth, err := server.NewStaticTokens(tokens)
 	if err != nil {
 		return nil, err
 	}
 	router := gin.New()
-	framework.UseProblemHandlers(router, logger) // problem+json 404, 405 and panics
-	router.Use(framework.Deadline(0), framework.StorableText())
-	col.Mount(router.Group("/v1", framework.RequireAuth(auth, logger)))
+	server.UseProblemHandlers(router, logger) // problem+json 404, 405 and panics
+	router.Use(server.Deadline(0), server.StorableText())
+	col.Mount(router.Group("/v1", server.RequireAuth(auth, logger)))
 	return router, nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/framework/rowstoretest"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
@@ -140,7 +140,7 @@ func TestCustomers(t *testing.T) {
 
 		// The goose migration made the keys and indexes the engine needs.
 		rowstoretest.CheckTable(t, db, rowstoretest.TableCheck{Table: "customers",
-			NewRow: func(tenant string, _ uuid.UUID, n int) framework.Row {
+			NewRow: func(tenant string, _ uuid.UUID, n int) collection.Row {
 				return &Customer{Name: "x", Email: "check" + string(rune('0'+n)) + "@example.com", Plan: "free"}
 			},
 			Indexes: [][]string{{"tenant_id", "email"}}})

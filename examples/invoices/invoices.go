@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
@@ -155,7 +157,7 @@ func NewInvoices(engine *framework.Engine, keys *postkeys.Adapter, billing *Bill
 }
 
 // Mount registers POST /invoices, GET /invoices/:id and
-// POST /invoices/:id/emails on g, which runs framework.RequireAuth.
+// POST /invoices/:id/emails on g, which runs server.RequireAuth.
 func (s *Invoices) Mount(g gin.IRouter) {
 	g.POST("/invoices", s.create.Handle)
 	g.GET("/invoices/:id", s.get)
@@ -321,7 +323,7 @@ func (s *Invoices) call(ctx context.Context, renewFor func(context.Context, time
 
 // get answers GET /v1/invoices/:id with the tenant's invoice.
 func (s *Invoices) get(c *gin.Context) {
-	tenant, ok := framework.Tenant(c, s.engine.Logger())
+	tenant, ok := server.Tenant(c, s.engine.Logger())
 	if !ok {
 		return
 	}

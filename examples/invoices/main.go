@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"github.com/glebarez/sqlite"
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,7 +73,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil {
 		return err
 	}
-	srv, err := framework.NewServer(svc.Handler, framework.ServerConfig{}) // header, body, write and idle timeouts
+	srv, err := server.New(svc.Handler, server.Config{}) // header, body, write and idle timeouts
 	if err != nil {
 		return err
 	}
@@ -180,18 +182,18 @@ func build(ctx context.Context, db *store.DB, tokens map[string]string, logger *
 	if err != nil {
 		return nil, err
 	}
-	auth, err := framework.NewStaticTokens(tokens)
+	auth, err := server.NewStaticTokens(tokens)
 	if err != nil {
 		return nil, err
 	}
 	router := gin.New()
-	framework.UseProblemHandlers(router, logger) // problem+json 404, 405 and panics
+	server.UseProblemHandlers(router, logger) // problem+json 404, 405 and panics
 	// A deadline on every request (503 when the database does not answer
 	// in time) and 400 for text no database can store, in paths and queries.
-	router.Use(framework.Deadline(0), framework.StorableText())
+	router.Use(server.Deadline(0), server.StorableText())
 	router.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
 	router.GET("/openapi.json", gin.WrapH(spec))
-	invoices.Mount(router.Group("/v1", framework.RequireAuth(auth, logger)))
+	invoices.Mount(router.Group("/v1", server.RequireAuth(auth, logger)))
 	return &service{Handler: router, db: db, keys: keys, billing: billing, spec: spec}, nil
 }
 

@@ -48,7 +48,7 @@ func (e *Endpoint[Cmd]) Describe(path string, status int, response any) framewor
 	}
 	if len(params) > 0 {
 		// Text a database cannot store is refused in a path
-		// ([framework.StorableText]).
+		// ([server.StorableText]).
 		problems = append(problems, framework.CodeInvalidResourceID)
 	}
 	var body reflect.Type

@@ -4,13 +4,13 @@
 // effect is not a resource at all (moving a balance). The server stores the
 // key, a fingerprint of the request and the response durably, and replays
 // the response to every retry with the same key. Prefer the PUT pattern
-// (framework.Collection) wherever the client can pick the ID.
+// (collection.Collection) wherever the client can pick the ID.
 //
 // An [Adapter] ([New]) sits on a framework.Engine and reuses its binder,
 // fingerprint, problem and replay writers, retention policy, clock, logger
 // and metrics. [Register] declares an [Operation] over a typed command and
 // returns an [Endpoint] whose Handle is mounted behind
-// framework.RequireAuth:
+// server.RequireAuth:
 //
 //	// Business rejection codes are registered on the engine first.
 //	err := engine.RegisterCodes(framework.CodeInfo{Code: "currency_mismatch", Status: 409, Title: "Currency mismatch"})
@@ -101,7 +101,7 @@
 // state transition is one slog event carrying the SHA-256 of the key, never
 // the key; the gauges retrysafe_postkeys_oldest_in_progress_age_seconds and
 // retrysafe_postkeys_unknown_records are read from the database at every
-// scrape. With tracing set up (see [framework.TraceRequests]) the claim and
+// scrape. With tracing set up (see [server.TraceRequests]) the claim and
 // every phase are child spans of the request's.
 //
 // [Endpoint.Describe] describes a registered operation (key policy,

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
@@ -44,8 +46,8 @@ func openKeys(ctx context.Context, dir string) (*store.DB, *postkeys.Adapter) {
 func postWithKey(path string, handle gin.HandlerFunc) func(key, body string) {
 	gin.SetMode(gin.ReleaseMode)
 	router := gin.New()
-	auth, _ := framework.NewStaticTokens(map[string]string{"sk_demo": "demo"})
-	router.POST(path, framework.RequireAuth(auth, nil), handle)
+	auth, _ := server.NewStaticTokens(map[string]string{"sk_demo": "demo"})
+	router.POST(path, server.RequireAuth(auth, nil), handle)
 	return func(key, body string) {
 		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer sk_demo")

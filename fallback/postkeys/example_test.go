@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
@@ -59,9 +61,9 @@ ON CONFLICT (account) DO UPDATE SET amount = balances.amount + excluded.amount`,
 	if err != nil {
 		panic(err)
 	}
-	auth, _ := framework.NewStaticTokens(map[string]string{"sk_demo": "demo"})
+	auth, _ := server.NewStaticTokens(map[string]string{"sk_demo": "demo"})
 	router := gin.New()
-	v1 := router.Group("/v1", framework.RequireAuth(auth, nil))
+	v1 := router.Group("/v1", server.RequireAuth(auth, nil))
 	v1.POST("/deposits", deposit.Handle)
 	srv := httptest.NewServer(router)
 	defer srv.Close()

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -296,12 +298,12 @@ func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *ha
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := framework.NewStaticTokens(map[string]string{tokenA: "a", tokenB: "b"})
+	auth, err := server.NewStaticTokens(map[string]string{tokenA: "a", tokenB: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	router := gin.New()
-	v1 := router.Group("/v1", framework.RequireAuth(auth, nil))
+	v1 := router.Group("/v1", server.RequireAuth(auth, nil))
 	v1.POST("/widgets", wep.Handle)
 	v1.POST("/counters", cep.Handle)
 	srv := httptest.NewServer(router)

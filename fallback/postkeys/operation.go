@@ -206,7 +206,7 @@ type Endpoint[Cmd any] struct {
 func (e *Endpoint[Cmd]) Name() string { return e.op.name }
 
 // Handle is the gin handler of the operation. Mount it on a group that
-// runs [framework.RequireAuth]: g.POST("/transfers", ep.Handle).
+// runs [server.RequireAuth]: g.POST("/transfers", ep.Handle).
 func (e *Endpoint[Cmd]) Handle(c *gin.Context) { e.a.serve(c, e.op) }
 
 // Register validates op and adds it to the adapter: its handler serves

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
@@ -38,7 +40,7 @@ func (a *Adapter) fail(c *gin.Context, op *operation, err error) {
 // then the record, then the reply. Authentication ran before (RequireAuth).
 func (a *Adapter) serve(c *gin.Context, op *operation) {
 	start := time.Now()
-	tenant, ok := framework.Tenant(c, a.logger)
+	tenant, ok := server.Tenant(c, a.logger)
 	if !ok {
 		return
 	}
@@ -103,7 +105,7 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 func (a *Adapter) serveUnrecorded(ctx context.Context, op *operation, at *attempt) (outcome, error) {
 	at.claimedAt = a.engine.Now()
 	if op.mode == Phased {
-		ctx, cancel := framework.Detach(ctx, a.cfg.LeaseDuration)
+		ctx, cancel := server.Detach(ctx, a.cfg.LeaseDuration)
 		defer cancel()
 		resp, err := op.run(ctx, at)
 		return a.finish(ctx, op, at, resp, err, false)
@@ -342,7 +344,7 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 	// The attempt finishes what it started even if the client goes away
 	// (a retry then finds the outcome stored), bounded by the request's
 	// deadline, or the lease without one: a silent database cannot hold it.
-	ctx, cancel := framework.Detach(ctx, a.cfg.LeaseDuration)
+	ctx, cancel := server.Detach(ctx, a.cfg.LeaseDuration)
 	defer cancel()
 	waitUntil := time.Now().Add(a.cfg.InProgressWait)
 	d := postDecision{Action: postClaim}

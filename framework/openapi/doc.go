@@ -2,7 +2,7 @@
 // from what is mounted, using github.com/getkin/kin-openapi.
 //
 // It reads descriptions, never internals: collections
-// ([framework.Collection.Describe]), the legacy POST route, POST fallback
+// ([collection.Collection.Describe]), the legacy POST route, POST fallback
 // operations and resources' own routes return
 // [framework.RouteDescription] values, and [New] turns them into a
 // validated [Document]:

@@ -15,6 +15,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/collection"
 )
 
 // Version is the OpenAPI version of the documents this package writes.
@@ -247,8 +248,8 @@ func (c components) operation(r framework.RouteDescription) (*openapi3.Operation
 		merge := openapi3.NewMediaType().WithSchema(mergePatchSchema(schemaFor(r.Request, inbound)))
 		body := openapi3.NewRequestBody().WithRequired(true).WithDescription(
 			"A merge patch (RFC 7396) of the PUT body, or a JSON Patch (RFC 6902) of it; the result must be a valid PUT body.")
-		body.Content = openapi3.Content{framework.ContentTypeMergePatch: merge, "application/json": merge,
-			framework.ContentTypeJSONPatch: openapi3.NewMediaType().WithSchema(jsonPatchSchema())}
+		body.Content = openapi3.Content{collection.ContentTypeMergePatch: merge, "application/json": merge,
+			collection.ContentTypeJSONPatch: openapi3.NewMediaType().WithSchema(jsonPatchSchema())}
 		op.RequestBody = &openapi3.RequestBodyRef{Value: body}
 	case r.Request != nil:
 		op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).

@@ -1,9 +1,9 @@
-// Package rowstoretest is the contract suite of [framework.RowStore]: what
+// Package rowstoretest is the contract suite of [collection.RowStore]: what
 // any implementation, on any dialect, must do for the PUT engine to keep
 // its promises. Run it from a test of the implementation's package:
 //
 //	func TestRowStoreContract(t *testing.T) {
-//		rowstoretest.Run(t, func(t *testing.T) *store.DB { return openMyDB(t) }, framework.NewRowStore)
+//		rowstoretest.Run(t, func(t *testing.T) *store.DB { return openMyDB(t) }, collection.NewRowStore)
 //	}
 //
 // Each subtest gets a fresh database from open and creates its tables with

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -132,11 +134,11 @@ func (l *Ledger) List(ctx context.Context, tenant string, limit int, cursor stri
 }
 
 // Mount registers GET /ledger on g, which must already run
-// [framework.RequireAuth].
+// [server.RequireAuth].
 func (l *Ledger) Mount(g gin.IRouter) { g.GET("/ledger", l.handleList) }
 
 func (l *Ledger) handleList(c *gin.Context) {
-	tenant, ok := framework.Tenant(c, l.engine.Logger())
+	tenant, ok := server.Tenant(c, l.engine.Logger())
 	if !ok {
 		return
 	}

@@ -5,12 +5,13 @@ import (
 	"reflect"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/collection"
 )
 
 // Describe returns the descriptions of the routes [Orders.Mount] registers
 // under prefix ("/v1"), for the API description; legacy describes the
 // legacy POST route too when it is mounted with that config.
-func (o *Orders) Describe(prefix string, legacy *framework.LegacyConfig) []framework.RouteDescription {
+func (o *Orders) Describe(prefix string, legacy *collection.LegacyConfig) []framework.RouteDescription {
 	routes := o.Collection.Describe()
 	if legacy != nil {
 		routes = append(routes, o.Collection.DescribeLegacyPOST(*legacy))

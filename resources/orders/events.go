@@ -6,7 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/framework/outbox"
 )
 
@@ -31,7 +31,7 @@ const (
 // inserted or updated (fenced on its version) in tx: that row lock orders
 // the order's events, so they are numbered by their outbox position
 // (outbox.AppendOrdered) rather than by a counter row per order.
-func emit(ctx context.Context, tx *gorm.DB, typ string, c framework.Change[Order]) error {
+func emit(ctx context.Context, tx *gorm.DB, typ string, c collection.Change[Order]) error {
 	return outbox.AppendOrdered(ctx, tx, outbox.Event{Tenant: c.Model.TenantID, Type: typ,
 		AggregateType: AggregateType, AggregateID: c.Model.ID.String(), Payload: json.RawMessage(c.Representation)})
 }

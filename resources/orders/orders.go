@@ -9,11 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/collection"
 )
 
 // Statuses of an order.
@@ -76,7 +79,7 @@ func formatCents(c int64) string { return fmt.Sprintf("%d.%02d", c/100, c%100) }
 // Order is the orders row: the engine's system columns and the order's
 // typed business columns, with its items as child rows.
 type Order struct {
-	framework.System
+	collection.System
 	Customer   string      `gorm:"column:customer;not null"`
 	Currency   string      `gorm:"column:currency;not null"`
 	Note       string      `gorm:"column:note;not null"`
@@ -140,15 +143,15 @@ func Render(o *Order) any {
 
 // onCreate, onReplace and onStatus write the order's outbox events in the
 // transaction of the change, only when it happened.
-func onCreate(ctx context.Context, tx *gorm.DB, c framework.Change[Order]) error {
+func onCreate(ctx context.Context, tx *gorm.DB, c collection.Change[Order]) error {
 	return emit(ctx, tx, EventCreated, c)
 }
 
-func onReplace(ctx context.Context, tx *gorm.DB, c framework.Change[Order]) error {
+func onReplace(ctx context.Context, tx *gorm.DB, c collection.Change[Order]) error {
 	return emit(ctx, tx, EventReplaced, c)
 }
 
-func onStatus(ctx context.Context, tx *gorm.DB, c framework.Change[Order]) error {
+func onStatus(ctx context.Context, tx *gorm.DB, c collection.Change[Order]) error {
 	if c.Model.Status != StatusSubmitted {
 		return nil
 	}
@@ -163,10 +166,10 @@ func replaceGuard(o *Order) error {
 }
 
 // Resource is the declaration of orders on the PUT engine.
-func Resource() framework.Resource[Command, Order] {
-	return framework.Resource[Command, Order]{
+func Resource() collection.Resource[Command, Order] {
+	return collection.Resource[Command, Order]{
 		Name:             "orders",
-		Mode:             framework.CreateOrReplace,
+		Mode:             collection.CreateOrReplace,
 		InitialStatus:    StatusDraft,
 		ModelFunc:        toModel,
 		RenderFunc:       Render,
@@ -174,20 +177,20 @@ func Resource() framework.Resource[Command, Order] {
 		OnCreateFunc:     onCreate,
 		OnReplaceFunc:    onReplace,
 		OnStatusFunc:     onStatus,
-		Children:         []framework.Preload{{Field: "Items", OrderBy: "position"}},
+		Children:         []collection.Preload{{Field: "Items", OrderBy: "position"}},
 		Filters:          []string{"status", "customer"},
 	}
 }
 
 // Orders serves the orders resource.
 type Orders struct {
-	*framework.Collection[Command, Order]
+	*collection.Collection[Command, Order]
 	engine *framework.Engine
 }
 
 // New builds the orders collection on e.
 func New(e *framework.Engine) (*Orders, error) {
-	col, err := framework.NewCollection(e, Resource())
+	col, err := collection.New(e, Resource())
 	if err != nil {
 		return nil, err
 	}
@@ -202,11 +205,11 @@ func (o *Orders) Mount(g gin.IRouter) {
 }
 
 func (o *Orders) handleSubmit(c *gin.Context) {
-	tenant, ok := framework.Tenant(c, o.engine.Logger())
+	tenant, ok := server.Tenant(c, o.engine.Logger())
 	if !ok {
 		return
 	}
-	id, err := framework.ResourceID(c)
+	id, err := collection.ResourceID(c)
 	if err != nil {
 		framework.WriteProblem(c.Writer, c.Request, o.engine.Logger(), err)
 		return

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
@@ -103,7 +105,7 @@ func New(e *framework.Engine, a *postkeys.Adapter, p Provider, cfg Config) (*Pay
 }
 
 // Mount registers POST /payments and GET /payments/:id on g, which must
-// already run [framework.RequireAuth].
+// already run [server.RequireAuth].
 func (p *Payments) Mount(g gin.IRouter) {
 	g.POST("/payments", p.endpoint.Handle)
 	g.GET("/payments/:id", p.handleGet)
@@ -119,7 +121,7 @@ func (p *Payments) Get(ctx context.Context, tenant, id string) (Payment, error) 
 }
 
 func (p *Payments) handleGet(c *gin.Context) {
-	tenant, ok := framework.Tenant(c, p.engine.Logger())
+	tenant, ok := server.Tenant(c, p.engine.Logger())
 	if !ok {
 		return
 	}

@@ -10,12 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/collection"
 )
 
 // Operation is the name of the transfer operation in fingerprints, records,
@@ -126,7 +129,7 @@ func New(e *framework.Engine, keys *postkeys.Adapter) (*Transfers, error) {
 }
 
 // Mount registers POST /transfers and GET /accounts/:name on g, which must
-// already run [framework.RequireAuth].
+// already run [server.RequireAuth].
 func (t *Transfers) Mount(g gin.IRouter) {
 	g.POST("/transfers", t.endpoint.Handle)
 	g.GET("/accounts/:name", t.handleAccount)
@@ -145,7 +148,7 @@ func (t *Transfers) execute(ctx context.Context, tx *gorm.DB, req postkeys.Reque
 		Currency: cmd.Currency, CreatedAt: req.Now}
 	// Nothing reads the insert's answer: on PostgreSQL it goes with the
 	// record's completion instead of costing a round trip.
-	if err := framework.LaterCreate(ctx, tx, &row, nil); err != nil {
+	if err := collection.LaterCreate(ctx, tx, &row, nil); err != nil {
 		return postkeys.Response{}, err
 	}
 	return postkeys.JSON(http.StatusCreated, row.render(), row.ID)
@@ -224,7 +227,7 @@ func (t *Transfers) render(ctx context.Context, db *gorm.DB, rec postkeys.Record
 
 func (t *Transfers) handleAccount(c *gin.Context) {
 	logger := t.engine.Logger()
-	tenant, ok := framework.Tenant(c, logger)
+	tenant, ok := server.Tenant(c, logger)
 	if !ok {
 		return
 	}

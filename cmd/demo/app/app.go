@@ -11,6 +11,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/framework/openapi"
 	"github.com/retrysafe/retrysafe/framework/store"
 	_ "github.com/retrysafe/retrysafe/framework/store/storemysql"  // MariaDB (the MySQL family)
@@ -82,9 +85,9 @@ type Config struct {
 	// transactions and SQL statements, and event publishing and
 	// consumption. Defaults to a no-op provider.
 	TracerProvider trace.TracerProvider
-	// RequestDeadline bounds every request ([framework.Deadline]): a
+	// RequestDeadline bounds every request ([server.Deadline]): a
 	// database that does not answer gives 503 unavailable by then. Defaults
-	// to [framework.DefaultRequestDeadline] (10s).
+	// to [server.DefaultRequestDeadline] (10s).
 	RequestDeadline time.Duration
 	// Store configures the database pool (timeouts, pool size: MaxOpenConns
 	// defaults to [store.Config]'s); its LockTimeout, Logger and
@@ -154,7 +157,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	auth, err := framework.NewStaticTokens(cfg.Tokens)
+	auth, err := server.NewStaticTokens(cfg.Tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -194,16 +197,16 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	}
 
 	router := gin.New()
-	framework.UseProblemHandlers(router, cfg.Logger)
-	router.Use(framework.TraceRequests("retrysafe-demo", cfg.TracerProvider))
+	server.UseProblemHandlers(router, cfg.Logger)
+	router.Use(server.TraceRequests("retrysafe-demo", cfg.TracerProvider))
 	router.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
-	router.Use(framework.Deadline(cfg.RequestDeadline), framework.StorableText())
+	router.Use(server.Deadline(cfg.RequestDeadline), server.StorableText())
 	router.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
-	router.GET("/readyz", gin.WrapH(framework.Readiness(db.SQL(), 0, cfg.Logger)))
+	router.GET("/readyz", gin.WrapH(server.Readiness(db.SQL(), 0, cfg.Logger)))
 
-	v1 := router.Group("/v1", framework.RequireAuth(auth, cfg.Logger))
+	v1 := router.Group("/v1", server.RequireAuth(auth, cfg.Logger))
 	ord.Mount(v1)
-	legacy := framework.LegacyConfig{DeprecatedSince: LegacyOrdersDeprecatedSince()}
+	legacy := collection.LegacyConfig{DeprecatedSince: LegacyOrdersDeprecatedSince()}
 	if err := ord.MountLegacyPOST(v1, legacy); err != nil {
 		return nil, err
 	}

@@ -91,9 +91,53 @@ func (Driver) Open(_ context.Context, dsn string, cfg store.Config) (gorm.Dialec
 		return nil, nil, fmt.Errorf("%w: %w", store.ErrUnknownDSN, err)
 	}
 	cc.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(store.RedactingTracerProvider(cfg.TracerProvider)), otelpgx.WithTrimSQLInSpanName())
+	watchReplication(cc)
 	pool := stdlib.OpenDB(*cc)
 	return postgres.New(postgres.Config{Conn: pool}), pool, nil
 }
+
+// watchReplication makes the connections of cc report what a failover
+// leaves behind, which PostgreSQL tells only in passing:
+//
+//   - A COMMIT whose wait for the synchronous standby was cancelled (by
+//     the transaction's statement timeout, or a cancel request when the
+//     request's context ended) has committed on this server but maybe not
+//     on the standby that a failover promotes. PostgreSQL answers it with
+//     success and a WARNING; the connection is marked, and the commit
+//     fails with ErrUnavailable ([errCommitNotReplicated]) instead of being
+//     acknowledged. The client's retry converges on what did commit.
+//   - A server that became a standby refuses writes with 25006
+//     read_only_sql_transaction on connections that are still open; such a
+//     connection is closed at once, so that the pool reconnects (to the new
+//     primary, with target_session_attrs=read-write) instead of reusing it.
+//
+// It applies to the pools that [Driver.Open] creates; on a *gorm.DB of
+// the application's own, set the same on its pgx configuration.
+func watchReplication(cc *pgx.ConnConfig) {
+	prevNotice, prevErr := cc.OnNotice, cc.OnPgError
+	cc.OnNotice = func(pc *pgconn.PgConn, n *pgconn.Notice) {
+		if strings.EqualFold(n.Severity, "WARNING") && strings.Contains(n.Message, "synchronous replication") {
+			pc.CustomData()[unreplicatedKey] = true
+		}
+		if prevNotice != nil {
+			prevNotice(pc, n)
+		}
+	}
+	cc.OnPgError = func(pc *pgconn.PgConn, e *pgconn.PgError) bool {
+		if e.Code == "25006" { // read_only_sql_transaction: a standby
+			return false
+		}
+		return prevErr == nil || prevErr(pc, e)
+	}
+}
+
+// unreplicatedKey marks a connection whose last COMMIT PostgreSQL reported
+// as committed locally but not confirmed by the synchronous standby.
+const unreplicatedKey = "retrysafe/storepg.unreplicated"
+
+// errCommitNotReplicated is the error of a commit that PostgreSQL
+// reported as not confirmed by the synchronous standby.
+var errCommitNotReplicated = errors.New("storepg: the commit was not confirmed by the synchronous standby (its wait was cancelled); it may be lost by a failover")
 
 // withConnectTimeout adds connect_timeout (whole seconds) unless the DSN
 // sets one.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -48,7 +49,7 @@ type queued struct {
 	sql  string
 	args []any
 	wrap func(error) error
-	// scan, when set, is the dry-run query (store.Find) whose rows this
+	// scan, when set, is the dry-run query (pipeline.Find) whose rows this
 	// statement returns: they are scanned into its destination.
 	scan *gorm.DB
 }
@@ -145,6 +146,10 @@ func (p *pinnedTx) roundTrip(ctx context.Context, items []queued) (pgconn.Comman
 		c, err := pgxConn(dc)
 		if err != nil {
 			return err
+		}
+		if begins > 0 {
+			// A mark left by a statement before this transaction is not its own.
+			delete(c.PgConn().CustomData(), unreplicatedKey)
 		}
 		if begins > 0 && begins < len(items) && !prepared(c, items[begins:]) {
 			if _, err := runBatch(ctx, c, items[:begins]); err != nil {
@@ -259,7 +264,27 @@ func (p *pinnedTx) Finish(ctx context.Context) error {
 	if err == nil && tag.String() == "ROLLBACK" {
 		return errCommitRolledBack
 	}
+	if err == nil && p.unreplicated() {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, errCommitNotReplicated)
+	}
 	return err
+}
+
+// unreplicated reports, once, whether PostgreSQL warned on the
+// transaction's connection that its commit was not confirmed by the
+// synchronous standby ([watchReplication]).
+func (p *pinnedTx) unreplicated() (marked bool) {
+	_ = p.conn.Raw(func(dc any) error {
+		c, err := pgxConn(dc)
+		if err != nil {
+			return err
+		}
+		data := c.PgConn().CustomData()
+		marked = data[unreplicatedKey] == true
+		delete(data, unreplicatedKey)
+		return nil
+	})
+	return marked
 }
 
 // onlyBegin reports whether nothing but the begin was ever queued: the

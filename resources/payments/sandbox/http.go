@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/retrysafe/retrysafe/framework"
@@ -24,14 +26,14 @@ type ChargeView struct {
 }
 
 // Mount registers GET /sandbox/charges on g, which must already run
-// [framework.RequireAuth]. It lists the tenant's charges oldest first,
+// [server.RequireAuth]. It lists the tenant's charges oldest first,
 // declines included; ?status=succeeded keeps only money actually moved.
 func (p *Provider) Mount(g gin.IRouter) {
 	g.GET("/sandbox/charges", p.handleList)
 }
 
 func (p *Provider) handleList(c *gin.Context) {
-	tenant, ok := framework.Tenant(c, p.logger)
+	tenant, ok := server.Tenant(c, p.logger)
 	if !ok {
 		return
 	}

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/server"
+
 	"github.com/gin-gonic/gin"
 
-	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/payments"
@@ -259,12 +260,12 @@ func TestChargesAreTenantScoped(t *testing.T) {
 		}
 
 		gin.SetMode(gin.TestMode)
-		auth, err := framework.NewStaticTokens(map[string]string{"tok_a": "acme", "tok_g": "globex"})
+		auth, err := server.NewStaticTokens(map[string]string{"tok_a": "acme", "tok_g": "globex"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		router := gin.New()
-		p.Mount(router.Group("/v1", framework.RequireAuth(auth, nil)))
+		p.Mount(router.Group("/v1", server.RequireAuth(auth, nil)))
 		list := func(token, query string) []sandbox.ChargeView {
 			t.Helper()
 			rec := httptest.NewRecorder()

@@ -1,0 +1,177 @@
+package collection
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/retrysafe/retrysafe/framework/server"
+
+	"github.com/retrysafe/retrysafe/framework"
+
+	"github.com/google/uuid"
+)
+
+// render builds the JSON representation of m: [Resource.RenderFunc], or the
+// default one.
+func (c *Collection[Cmd, Model]) render(m *Model) ([]byte, error) {
+	if c.res.RenderFunc != nil {
+		return json.Marshal(c.res.RenderFunc(m))
+	}
+	fields, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return defaultRepresentation(any(m).(Row).SystemColumns(), fields), nil
+}
+
+// defaultRepresentation prepends the system fields to the model's own JSON
+// object: {"id","status","version","created_at","updated_at", …fields}.
+func defaultRepresentation(s *System, fields []byte) []byte {
+	status, _ := json.Marshal(s.Status)
+	b := make([]byte, 0, len(fields)+160)
+	b = append(b, `{"id":"`...)
+	b = append(b, s.ID.String()...)
+	b = append(b, `","status":`...)
+	b = append(b, status...)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, s.Version, 10)
+	b = append(b, `,"created_at":"`...)
+	b = s.CreatedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","updated_at":"`...)
+	b = s.UpdatedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if len(fields) > 2 {
+		b = append(b, ',')
+		b = append(b, fields[1:]...)
+	} else {
+		b = append(b, '}')
+	}
+	return b
+}
+
+// Get returns the live resource's representation and ETag.
+func (c *Collection[Cmd, Model]) Get(ctx context.Context, tenant string, id uuid.UUID) (Result, error) {
+	m := new(Model)
+	found, err := c.rows.Read(ctx, c.engine.DB().Gorm, ReadRowParams{Key: c.key(tenant, id), Dest: m, LiveOnly: true, Preload: c.preloads()})
+	if err != nil {
+		return Result{}, c.engine.DB().Classify(err)
+	}
+	if !found {
+		return Result{}, framework.Errorf(framework.CodeNotFound, "no such %s", c.res.Singular)
+	}
+	return c.current(m)
+}
+
+// current renders a row read from the database as a 200.
+func (c *Collection[Cmd, Model]) current(m *Model) (Result, error) {
+	sys := any(m).(Row).SystemColumns()
+	sys.normalize()
+	body, err := c.render(m)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Status: http.StatusOK, Body: body, ETag: sys.ETag()}, nil
+}
+
+// Page is one page of a list.
+type Page struct {
+	Items      []json.RawMessage `json:"items"`
+	NextCursor *string           `json:"next_cursor"`
+}
+
+// MaxPageSize bounds the limit of a list request.
+const MaxPageSize = 100
+
+// ListRequest asks for one page of a tenant's resources.
+type ListRequest struct {
+	Tenant string
+	// Limit is the page size, 1 to [MaxPageSize].
+	Limit int
+	// Cursor is the next_cursor of the previous page, "" for the first.
+	Cursor string
+	// Filters maps columns named in [Resource.Filters] to the value they
+	// must equal; other columns are refused.
+	Filters map[string]string
+}
+
+// List returns a page of the tenant's live resources, newest first
+// (created_at, then id, descending). The cursor is the position of the last
+// item (keyset pagination), so rows inserted while a client pages never
+// make it skip or repeat an item.
+func (c *Collection[Cmd, Model]) List(ctx context.Context, req ListRequest) (Page, error) {
+	if req.Limit < 1 || req.Limit > MaxPageSize {
+		return Page{}, &framework.Error{Code: framework.CodeValidationFailed, Detail: "limit must be an integer from 1 to " + strconv.Itoa(MaxPageSize),
+			Fields: []framework.FieldError{{Field: "limit", Reason: "min=1,max=" + strconv.Itoa(MaxPageSize)}}}
+	}
+	p := ListRowsParams{Table: c.res.Table, Tenant: req.Tenant, Limit: req.Limit + 1, Preload: c.preloads()}
+	for _, col := range c.res.Filters {
+		if v, ok := req.Filters[col]; ok {
+			if !server.Storable(v) {
+				// No row can hold it; PostgreSQL would refuse the query.
+				return Page{}, &framework.Error{Code: framework.CodeValidationFailed, Detail: "a filter value is not valid text",
+					Fields: []framework.FieldError{{Field: col, Reason: "must be valid UTF-8 without NUL characters"}}}
+			}
+			p.Filters = append(p.Filters, ColumnFilter{Column: col, Value: v})
+		}
+	}
+	if len(p.Filters) != len(req.Filters) {
+		return Page{}, &framework.Error{Code: framework.CodeValidationFailed, Detail: "the list cannot be filtered on that field",
+			Fields: []framework.FieldError{{Field: "filter", Reason: "one of " + strings.Join(c.res.Filters, ",")}}}
+	}
+	if req.Cursor != "" {
+		pos, ok := decodeCursor(req.Cursor)
+		if !ok {
+			return Page{}, &framework.Error{Code: framework.CodeValidationFailed, Detail: "the cursor is not valid",
+				Fields: []framework.FieldError{{Field: "cursor", Reason: "invalid"}}}
+		}
+		p.After = &pos
+	}
+	var rows []Model
+	p.Dest = &rows
+	if err := c.rows.List(ctx, c.engine.DB().Gorm, p); err != nil {
+		return Page{}, c.engine.DB().Classify(err)
+	}
+	page := Page{Items: make([]json.RawMessage, 0, min(len(rows), req.Limit))}
+	for i := range rows {
+		if i == req.Limit {
+			last := any(&rows[i-1]).(Row).SystemColumns()
+			next := encodeCursor(ListPosition{CreatedAt: last.CreatedAt, ID: last.ID})
+			page.NextCursor = &next
+			break
+		}
+		res, err := c.current(&rows[i])
+		if err != nil {
+			return Page{}, err
+		}
+		page.Items = append(page.Items, res.Body)
+	}
+	return page, nil
+}
+
+// encodeCursor writes a position as base64url("<unix microseconds>:<uuid>").
+func encodeCursor(p ListPosition) string {
+	raw := strconv.FormatInt(p.CreatedAt.UnixMicro(), 10) + ":" + p.ID.String()
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+func decodeCursor(s string) (ListPosition, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return ListPosition{}, false
+	}
+	micros, id, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return ListPosition{}, false
+	}
+	us, err := strconv.ParseInt(micros, 10, 64)
+	uid, uerr := uuid.Parse(id)
+	if err != nil || uerr != nil {
+		return ListPosition{}, false
+	}
+	return ListPosition{CreatedAt: time.UnixMicro(us).UTC(), ID: uid}, true
+}

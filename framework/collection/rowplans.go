@@ -1,0 +1,396 @@
+package collection
+
+import (
+	"cmp"
+	"context"
+	"database/sql/driver"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/pipeline"
+)
+
+// insertPlan is the INSERT of one model type into one table, spelled as
+// gorm's Create (associations omitted) spells it, but built once from
+// gorm's schema: a pipelined create then costs no gorm statement (callbacks,
+// clauses, quoting) per request, only one read of each column's value by
+// the schema's accessor. It covers the models whose INSERT gorm writes the
+// same way every time; for any other it is nil, and the write goes through
+// gorm (see insertPlanOf).
+type insertPlan struct {
+	// head is `INSERT INTO "table" ("a","b",…) VALUES `.
+	head   string
+	fields []*schema.Field
+	// sql caches the statement text for n rows (key n), up to
+	// maxCachedRows rows.
+	sql sync.Map
+}
+
+// maxCachedRows bounds the row counts whose statement text a plan keeps:
+// a create's child rows are few, and a text per count of a bulk insert
+// would grow without bound.
+const maxCachedRows = 128
+
+// planKey names a plan: one per dialect, naming strategy (which names the
+// columns), model type and table. Not the *gorm.Config: gorm copies it for
+// every session, so each transaction has its own.
+type planKey struct {
+	dialect string
+	naming  any
+	model   reflect.Type
+	table   string
+}
+
+// planKeyOf returns the key of a plan of model into table on db, or false
+// when db's naming strategy cannot be a key (a value that is not
+// comparable): no plan then.
+func planKeyOf(db *gorm.DB, model reflect.Type, table string) (planKey, bool) {
+	var naming any = db.NamingStrategy
+	if naming != nil && !reflect.ValueOf(naming).Comparable() {
+		return planKey{}, false
+	}
+	return planKey{dialect: db.Dialector.Name(), naming: naming, model: model, table: table}, true
+}
+
+// insertPlans caches the plan (or nil) of each planKey.
+var insertPlans sync.Map
+
+// insertPlanOf returns the plan of rows of type model (a struct type) into
+// table, or nil where gorm must write them: a model with gorm hooks or
+// create clauses of its fields, a column with a database default or an
+// auto-increment key (gorm leaves it out when zero and reads it back), or
+// a field of a type gorm's own encoding could treat differently from the
+// driver's (a slice or map without a driver.Valuer or serializer).
+func insertPlanOf(db *gorm.DB, table string, model reflect.Type) *insertPlan {
+	return cachedPlan(&insertPlans, db, table, model, newInsertPlan)
+}
+
+// cachedPlan returns the plan of model into table on db from cache, made
+// by build the first time (nil is kept too: gorm does that write).
+func cachedPlan[P any](cache *sync.Map, db *gorm.DB, table string, model reflect.Type, build func(*gorm.DB, string, reflect.Type) *P) *P {
+	key, ok := planKeyOf(db, model, table)
+	if !ok {
+		return nil
+	}
+	if pl, ok := cache.Load(key); ok {
+		return pl.(*P)
+	}
+	pl := build(db, table, model)
+	cache.Store(key, pl)
+	return pl
+}
+
+var valuerType = reflect.TypeFor[driver.Valuer]()
+
+func newInsertPlan(db *gorm.DB, table string, model reflect.Type) *insertPlan {
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(reflect.New(model).Interface()); err != nil {
+		return nil
+	}
+	s := stmt.Schema
+	if table == "" {
+		table = s.Table
+	}
+	if s.BeforeCreate || s.AfterCreate || s.BeforeSave || s.AfterSave || len(s.CreateClauses) > 0 {
+		return nil
+	}
+	var head strings.Builder
+	head.WriteString("INSERT INTO " + quote(db, table) + " (")
+	pl := &insertPlan{}
+	for _, name := range s.DBNames {
+		f := s.FieldsByDBName[name]
+		if !f.Creatable {
+			continue
+		}
+		if f.HasDefaultValue || f.AutoIncrement || !plainValue(f) {
+			return nil
+		}
+		if len(pl.fields) > 0 {
+			head.WriteByte(',')
+		}
+		head.WriteString(quote(db, name))
+		pl.fields = append(pl.fields, f)
+	}
+	if len(pl.fields) == 0 {
+		return nil
+	}
+	head.WriteString(") VALUES ")
+	pl.head = head.String()
+	if !pl.matchesGorm(db, table, model) {
+		return nil
+	}
+	return pl
+}
+
+// matchesGorm reports whether gorm, the version the application brings,
+// spells the INSERT of one row of model into table as the plan does (the
+// same text, the same number of arguments): a plan is only a faster way to
+// send gorm's own statement, and a gorm that writes it differently (a
+// column order, a clause, a quoting of its own) gets its own way.
+func (pl *insertPlan) matchesGorm(db *gorm.DB, table string, model reflect.Type) bool {
+	dry := db.Session(&gorm.Session{DryRun: true, SkipHooks: true, NewDB: true}).
+		Table(table).Omit(clause.Associations).Create(reflect.New(model).Interface())
+	if dry.Error != nil {
+		return false
+	}
+	var want strings.Builder
+	want.WriteString(pl.head)
+	want.WriteByte('(')
+	for j := range pl.fields {
+		if j > 0 {
+			want.WriteByte(',')
+		}
+		want.WriteString(placeholder(db, j+1))
+	}
+	want.WriteByte(')')
+	return dry.Statement.SQL.String() == want.String() && len(dry.Statement.Vars) == len(pl.fields)
+}
+
+// plainValue reports whether gorm passes f's value to the driver as it is:
+// a serializer's, a driver.Valuer, a time, bytes, or a scalar.
+func plainValue(f *schema.Field) bool {
+	if f.Serializer != nil {
+		return true
+	}
+	t := f.FieldType
+	if t.Implements(valuerType) || reflect.PointerTo(t).Implements(valuerType) {
+		return true
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+		if t.Implements(valuerType) {
+			return true
+		}
+	}
+	if t == reflect.TypeFor[time.Time]() || t == reflect.TypeFor[[]byte]() {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.String, reflect.Float32, reflect.Float64,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// statement returns the INSERT of rows (one addressable struct, or a slice
+// of them) and its arguments. It reports false when a row needs gorm: an
+// autoCreateTime or autoUpdateTime column left zero, which gorm fills in.
+func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value) (string, []any, bool) {
+	n := 1
+	if rows.Kind() == reflect.Slice {
+		n = rows.Len()
+	}
+	args := make([]any, 0, n*len(pl.fields))
+	for i := range n {
+		row := rows
+		if rows.Kind() == reflect.Slice {
+			row = rows.Index(i)
+		}
+		for _, f := range pl.fields {
+			v, zero := f.ValueOf(ctx, row)
+			if zero && (f.AutoCreateTime > 0 || f.AutoUpdateTime > 0) {
+				return "", nil, false
+			}
+			args = append(args, v)
+		}
+	}
+	if sql, ok := pl.sql.Load(n); ok {
+		return sql.(string), args, true
+	}
+	var b strings.Builder
+	b.WriteString(pl.head)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for j := range pl.fields {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(i*len(pl.fields) + j + 1))
+		}
+		b.WriteByte(')')
+	}
+	sql := b.String()
+	if n <= maxCachedRows {
+		pl.sql.Store(n, sql)
+	}
+	return sql, args, true
+}
+
+// LaterCreate queues gorm's Create of rows (a pointer to a model, or to a
+// non-empty slice of them; associations are not written) on tx, as
+// [pipeline.Later] would queue it, into the model's own table. Where the
+// model's INSERT can be spelled once (see [RowStore.Create]) no gorm
+// statement is built per call; otherwise gorm builds it. Its error, passed
+// through wrap when set, is reported as Later's.
+func LaterCreate(ctx context.Context, tx *gorm.DB, rows any, wrap func(error) error) error {
+	if queued, err := laterInsert(ctx, tx, "", rows, wrap); queued || err != nil {
+		return err
+	}
+	return pipeline.Later(tx.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
+		return db.Omit(clause.Associations).Create(rows)
+	}, wrap)
+}
+
+// laterInsert queues the INSERT of rows (a pointer to a model, or to a
+// slice of them) into table (the model's own when "") on tx by its plan
+// ([pipeline.LaterSQL]). It reports false, having queued nothing, where the
+// plan does not apply: tx is not pipelined, gorm would split the rows
+// (CreateBatchSize), or the model or a row needs gorm.
+func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap func(error) error) (bool, error) {
+	if !pipeline.Pipelined(tx) || tx.CreateBatchSize > 0 {
+		// CreateBatchSize: gorm splits a slice into several INSERTs.
+		return false, nil
+	}
+	rv := reflect.ValueOf(rows)
+	if rv.Kind() != reflect.Pointer {
+		return false, nil
+	}
+	rv = rv.Elem()
+	model := rv.Type()
+	if model.Kind() == reflect.Slice {
+		if rv.Len() == 0 {
+			return false, nil
+		}
+		model = model.Elem()
+	}
+	if model.Kind() != reflect.Struct {
+		return false, nil
+	}
+	pl := insertPlanOf(tx, table, model)
+	if pl == nil {
+		return false, nil
+	}
+	sql, args, ok := pl.statement(ctx, rv)
+	if !ok {
+		return false, nil
+	}
+	return true, pipeline.LaterSQL(tx, sql, args, wrap)
+}
+
+// readPlan is the read of one row by its key into a model, as gorm's Take
+// does it (every column, each into the model's field of that name through
+// the field's value pool and setter, unknown columns dropped), together
+// with the database clock in the same statement, with the statement text
+// fixed once per model type and table: the read-first of every PUT costs
+// no gorm statement and no round trip of its own for the clock. The row is
+// left-joined to one row, so that a miss still returns the clock (and
+// NULLs). It is nil for a model with an AfterFind hook, which gorm would
+// run.
+type readPlan struct {
+	schema *schema.Schema
+	// sql is the statement by LiveOnly (index 1 skips tombstones).
+	sql [2]string
+}
+
+// readPlans caches the plan (or nil) of each planKey.
+var readPlans sync.Map
+
+// readPlanOf returns the plan of a read of model from table on db, whose
+// database clock is spelled now ([store.Driver.Now]).
+func readPlanOf(db *gorm.DB, table string, model reflect.Type, now string) *readPlan {
+	return cachedPlan(&readPlans, db, table, model, func(db *gorm.DB, table string, model reflect.Type) *readPlan {
+		return newReadPlan(db, table, model, now)
+	})
+}
+
+func newReadPlan(db *gorm.DB, table string, model reflect.Type, now string) *readPlan {
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(reflect.New(model).Interface()); err != nil || stmt.Schema.AfterFind {
+		return nil
+	}
+	t := quote(db, table)
+	on := t + ".tenant_id = " + placeholder(db, 1) + " AND " + t + ".id = " + placeholder(db, 2)
+	base := "SELECT " + now + ", " + t + ".* FROM (SELECT 1) AS " + quote(db, "retrysafe_one") + " LEFT JOIN " + t + " ON " + on
+	return &readPlan{schema: stmt.Schema, sql: [2]string{base, base + " AND " + t + ".deleted_at IS NULL"}}
+}
+
+// read loads the row of key into dest (an addressable struct) on db and
+// returns whether there was one and the database clock as of the read. The
+// statement is reported to db's gorm logger as gorm would report it.
+func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, liveOnly bool, dest reflect.Value) (found bool, now time.Time, err error) {
+	sql := pl.sql[0]
+	if liveOnly {
+		sql = pl.sql[1]
+	}
+	start := time.Now()
+	defer func() {
+		n := int64(0)
+		if found {
+			n = 1
+		}
+		db.Logger.Trace(ctx, start, func() (string, int64) { return sql, n }, err)
+	}()
+	rows, err := db.Statement.ConnPool.QueryContext(ctx, sql, key.Tenant, key.ID)
+	if err != nil {
+		return false, now, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return false, now, cmp.Or(rows.Err(), errNoClockRow)
+	}
+	columns, err := rows.Columns()
+	if err != nil {
+		return false, now, err
+	}
+	var clock store.DatabaseTime
+	values := make([]any, len(columns))
+	fields := make([]*schema.Field, len(columns))
+	values[0] = &clock
+	tenant := -1
+	for i, c := range columns[1:] {
+		i++
+		if f := pl.schema.LookUpField(c); f != nil && f.Readable {
+			fields[i], values[i] = f, f.NewValuePool.Get()
+			if f.DBName == "tenant_id" {
+				tenant = i
+			}
+		} else {
+			values[i] = new(any)
+		}
+	}
+	if err := rows.Scan(values...); err != nil {
+		return false, now, err
+	}
+	// A miss is the joined row's NULLs: tenant_id, NOT NULL in a row, is
+	// scanned into a pointer left nil.
+	found = tenant >= 0 && !reflect.ValueOf(values[tenant]).Elem().IsNil()
+	for i, f := range fields {
+		if f == nil {
+			continue
+		}
+		if found {
+			if err := f.Set(ctx, dest, values[i]); err != nil {
+				return false, now, err
+			}
+		}
+		f.NewValuePool.Put(values[i])
+	}
+	return found, clock.Time, rows.Close()
+}
+
+// errNoClockRow: the read plan's statement, which always returns one row,
+// returned none.
+var errNoClockRow = errors.New("collection: the read of a row and the database clock returned no row")
+
+// placeholder is the dialector's spelling of the n-th parameter of a
+// statement ($n on PostgreSQL, ? elsewhere), from gorm's own BindVarTo.
+func placeholder(db *gorm.DB, n int) string {
+	var b strings.Builder
+	db.Dialector.BindVarTo(&b, &gorm.Statement{DB: db, Vars: make([]any, n)}, nil)
+	return b.String()
+}

@@ -1,0 +1,28 @@
+// Package server is the HTTP plumbing of a retrysafe service, around the
+// patterns of packages framework/collection and fallback/postkeys: what
+// keeps a client or an outage from holding the service, who the caller
+// is, and the request's server span.
+//
+// Limits:
+//   - [Deadline]: a deadline on every request (default 10s); a database
+//     that does not answer gives 503 unavailable by then. [Detach] keeps
+//     it for work that must outlive the client.
+//   - [New] and [Config]: an *http.Server with header, body, write and idle
+//     timeouts. [RequireAuth] answers a refused request without reading
+//     its body.
+//   - [Readiness]: a /readyz handler, 503 while the database does not
+//     answer.
+//   - [StorableText]: NUL and invalid UTF-8 in paths and queries are 400
+//     ([Storable] is its test of one value).
+//
+// Who the caller is: [Authenticator], [RequireAuth], [Tenant],
+// [PrincipalFromContext] scope every request to a tenant before any replay
+// ([NewStaticTokens] for fixed tokens); a 401 carries
+// WWW-Authenticate: Bearer.
+//
+// Problems and traces: [UseProblemHandlers] ([NoRoute], [NoMethod],
+// [Recovery]) answers unknown routes, unknown methods and panics with
+// problem+json on any gin router; [TraceRequests] runs every request in an
+// OpenTelemetry server span (otelgin), to which the patterns add their
+// outcome (framework.TraceOutcome).
+package server
