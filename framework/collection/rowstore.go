@@ -235,7 +235,7 @@ func (s gormRowStore) Insert(ctx context.Context, db *gorm.DB, p InsertRowParams
 		// row that holds the resource's unique value.
 		row, ok := p.Row.(interface{ SystemColumns() *System })
 		if !ok {
-			return false, fmt.Errorf("framework: Insert into %s: the row %T embeds no framework.System", p.Table, p.Row)
+			return false, fmt.Errorf("collection: Insert into %s: the row %T embeds no collection.System", p.Table, p.Row)
 		}
 		sys := row.SystemColumns()
 		var n int64

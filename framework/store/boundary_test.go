@@ -18,7 +18,8 @@ var driverModules = []string{
 // imports a database driver, or when a package of the framework depends
 // on one at all, even transitively: an application gets the drivers it
 // imports and no other. Applications (cmd/, examples/) and the test
-// helpers that start databases (internal/testdb, internal/pgtemp) may
+// helpers that start databases (internal/testdb, internal/pgtemp,
+// internal/pgha) may
 // import a gorm dialector of their own, as an application does, and the
 // driver packages of the store.
 func TestDriverBoundary(t *testing.T) {
@@ -43,7 +44,7 @@ func TestDriverBoundary(t *testing.T) {
 		return strings.HasPrefix(pkg, module+"framework/store/store") && pkg != module+"framework/store/storetest"
 	}
 	application := func(pkg string) bool {
-		for _, p := range []string{"cmd/", "examples/", "internal/testdb", "internal/pgtemp", "internal/demoproc"} {
+		for _, p := range []string{"cmd/", "examples/", "internal/testdb", "internal/pgtemp", "internal/pgha", "internal/demoproc"} {
 			if strings.HasPrefix(pkg, module+p) {
 				return true
 			}

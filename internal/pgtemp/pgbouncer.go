@@ -70,7 +70,7 @@ func (s *Server) StartPgBouncer(cfg BouncerConfig) *Bouncer {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		s.tb.Fatalf("pgtemp: %v", err)
 	}
-	b := &Bouncer{port: freePort(s.tb)}
+	b := &Bouncer{port: FreePort(s.tb)}
 	ini := strings.Join([]string{
 		"[databases]",
 		fmt.Sprintf("* = host=127.0.0.1 port=%d", s.port),

@@ -64,7 +64,7 @@ func Start(tb testing.TB) *Server {
 	if out, err := s.command("initdb", "-D", s.dir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C").CombinedOutput(); err != nil {
 		tb.Fatalf("pgtemp: initdb: %v\n%s", err, out)
 	}
-	s.port = freePort(tb)
+	s.port = FreePort(tb)
 	conf := fmt.Sprintf("\nport = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\nfsync = off\nmax_connections = 200\nlog_min_messages = fatal\n", s.port, s.dir)
 	f, err := os.OpenFile(filepath.Join(s.dir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -102,7 +102,8 @@ func version(binDir string) int {
 	return n
 }
 
-func freePort(tb testing.TB) int {
+// FreePort returns a TCP port of 127.0.0.1 that was free a moment ago.
+func FreePort(tb testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("pgtemp: %v", err)

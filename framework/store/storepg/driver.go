@@ -19,6 +19,7 @@ package storepg
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -92,7 +93,13 @@ func (Driver) Open(_ context.Context, dsn string, cfg store.Config) (gorm.Dialec
 	}
 	cc.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(store.RedactingTracerProvider(cfg.TracerProvider)), otelpgx.WithTrimSQLInSpanName())
 	watchReplication(cc)
-	pool := stdlib.OpenDB(*cc)
+	var opts []stdlib.OptionOpenDB
+	if u, err := url.Parse(dsn); err == nil {
+		if attrs := u.Query().Get("target_session_attrs"); attrs == "read-write" || attrs == "primary" {
+			opts = append(opts, stdlib.OptionResetSession(discardReadOnly))
+		}
+	}
+	pool := stdlib.OpenDB(*cc, opts...)
 	return postgres.New(postgres.Config{Conn: pool}), pool, nil
 }
 
@@ -129,6 +136,21 @@ func watchReplication(cc *pgx.ConnConfig) {
 		}
 		return prevErr == nil || prevErr(pc, e)
 	}
+}
+
+// discardReadOnly drops a pooled connection whose server has become
+// read-only since it was opened: a primary fenced for a switchover
+// (default_transaction_read_only) or turned into a standby
+// (in_hot_standby), as the server reports it (ParameterStatus, PostgreSQL
+// 14+). Such a connection would answer every write 25006; dropped, the
+// next one goes through target_session_attrs to the writable node. It is
+// set only when the DSN asks for a writable node.
+func discardReadOnly(_ context.Context, conn *pgx.Conn) error {
+	pc := conn.PgConn()
+	if pc.ParameterStatus("default_transaction_read_only") == "on" || pc.ParameterStatus("in_hot_standby") == "on" {
+		return driver.ErrBadConn
+	}
+	return nil
 }
 
 // unreplicatedKey marks a connection whose last COMMIT PostgreSQL reported
