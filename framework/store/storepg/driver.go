@@ -92,7 +92,7 @@ func (Driver) Open(_ context.Context, dsn string, cfg store.Config) (gorm.Dialec
 		return nil, nil, fmt.Errorf("%w: %w", store.ErrUnknownDSN, err)
 	}
 	cc.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(store.RedactingTracerProvider(cfg.TracerProvider)), otelpgx.WithTrimSQLInSpanName())
-	watchReplication(cc)
+	WatchReplication(cc)
 	var opts []stdlib.OptionOpenDB
 	if u, err := url.Parse(dsn); err == nil {
 		if attrs := u.Query().Get("target_session_attrs"); attrs == "read-write" || attrs == "primary" {
@@ -103,7 +103,7 @@ func (Driver) Open(_ context.Context, dsn string, cfg store.Config) (gorm.Dialec
 	return postgres.New(postgres.Config{Conn: pool}), pool, nil
 }
 
-// watchReplication makes the connections of cc report what a failover
+// WatchReplication makes the connections of cc report what a failover
 // leaves behind, which PostgreSQL tells only in passing:
 //
 //   - A COMMIT whose wait for the synchronous standby was cancelled (by
@@ -118,9 +118,15 @@ func (Driver) Open(_ context.Context, dsn string, cfg store.Config) (gorm.Dialec
 //     connection is closed at once, so that the pool reconnects (to the new
 //     primary, with target_session_attrs=read-write) instead of reusing it.
 //
-// It applies to the pools that [Driver.Open] creates; on a *gorm.DB of
-// the application's own, set the same on its pgx configuration.
-func watchReplication(cc *pgx.ConnConfig) {
+// The pools that [Driver.Open] creates have it. An application that opens
+// its own *gorm.DB calls it on its pgx configuration before opening the
+// pool, and keeps any OnNotice and OnPgError of its own (they are called
+// too):
+//
+//	cc, err := pgx.ParseConfig(os.Getenv("DATABASE_URL"))
+//	storepg.WatchReplication(cc)
+//	gdb, err := gorm.Open(postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cc)}), &gorm.Config{})
+func WatchReplication(cc *pgx.ConnConfig) {
 	prevNotice, prevErr := cc.OnNotice, cc.OnPgError
 	cc.OnNotice = func(pc *pgconn.PgConn, n *pgconn.Notice) {
 		if strings.EqualFold(n.Severity, "WARNING") && strings.Contains(n.Message, "synchronous replication") {

@@ -272,7 +272,7 @@ func (p *pinnedTx) Finish(ctx context.Context) error {
 
 // unreplicated reports, once, whether PostgreSQL warned on the
 // transaction's connection that its commit was not confirmed by the
-// synchronous standby ([watchReplication]).
+// synchronous standby ([WatchReplication]).
 func (p *pinnedTx) unreplicated() (marked bool) {
 	_ = p.conn.Raw(func(dc any) error {
 		c, err := pgxConn(dc)
