@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -74,6 +75,14 @@ func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error)
 		err = ctx.Err()
 	}
 	if err != nil {
+		if f, ok := t.(interface{ Failed() error }); ok && f.Failed() != nil && ctx.Err() == nil && !errors.Is(err, f.Failed()) {
+			// The transaction failed on the server first (a queued
+			// write, a deadlock): nothing fn did after it reached the
+			// server, and fn's error is its echo (a Scan of a query that
+			// could not be sent reports a cancelled context or a bad
+			// connection). The cause is the answer.
+			err = f.Failed()
+		}
 		t.Abort(ctx)
 		return err
 	}

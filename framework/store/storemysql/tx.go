@@ -115,6 +115,9 @@ func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 	return t.conn.QueryRowContext(ctx, query, args...)
 }
 
+// Failed is the error with which the server ended the transaction.
+func (t *tx) Failed() error { return t.failed }
+
 // Commit fails: Write commits when fn returns nil.
 func (*tx) Commit() error { return store.ErrOwnedByWrite }
 

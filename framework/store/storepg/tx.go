@@ -327,6 +327,9 @@ func (p *pinnedTx) Query(ctx context.Context, sql string, args []any, dest *gorm
 	return err
 }
 
+// Failed is the first error of a batch, which aborted the transaction.
+func (p *pinnedTx) Failed() error { return p.failed }
+
 // Commit fails: Write commits when fn returns nil.
 func (*pinnedTx) Commit() error { return store.ErrOwnedByWrite }
 

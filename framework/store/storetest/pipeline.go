@@ -214,3 +214,29 @@ type hookedKV struct {
 func (h *hookedKV) AfterCreate(tx *gorm.DB) error {
 	return tx.Exec("INSERT INTO kv (k, v) VALUES (?, ?)", h.K+"-audit", h.V).Error
 }
+
+// testQueryAfterAFailedWrite: a query after a queued write that fails
+// cannot be sent (on a driver that pipelines, its Scan reports a cancelled
+// context); Write still reports the write's own error, classified, not
+// the echo (which would answer 500 instead of what the error means).
+func testQueryAfterAFailedWrite(t *testing.T, h Harness) {
+	ctx := context.Background()
+	gdb, db := kvStore(t, h)
+	if err := gdb.Exec("INSERT INTO kv (k, v) VALUES ('a', 1)").Error; err != nil {
+		t.Fatal(err)
+	}
+	err := db.Write(ctx, func(tx *gorm.DB) error {
+		if err := pipeline.LaterExec(tx, "INSERT INTO kv (k, v) VALUES (?, ?)", []any{"a", 2}, nil); err != nil {
+			return err
+		}
+		var n int
+		return tx.Raw("SELECT count(*) FROM kv").Row().Scan(&n)
+	})
+	if !errors.Is(err, store.ErrUniqueViolation) {
+		t.Fatalf("Write = %v, want the queued write's ErrUniqueViolation", err)
+	}
+	var v int
+	if err := gdb.Raw("SELECT v FROM kv WHERE k = 'a'").Scan(&v).Error; err != nil || v != 1 {
+		t.Fatalf("v = %d (%v), want 1: nothing of the failed transaction committed", v, err)
+	}
+}

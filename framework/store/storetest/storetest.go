@@ -65,6 +65,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"Snapshot", testSnapshot},
 		{"Later", testLater},
 		{"ExecAndLaterExec", testExecAndLaterExec},
+		{"QueryAfterAFailedWrite", testQueryAfterAFailedWrite},
 		{"SQLSpansRedactErrors", testSQLSpansRedactErrors},
 		{"Rows", testRows},
 		{"Records", testRecords},
