@@ -111,7 +111,7 @@ func (a *Adapter) serveUnrecorded(ctx context.Context, op *operation, at *attemp
 		return a.finish(ctx, op, at, resp, err, false)
 	}
 	var resp Response
-	err := a.db.Write(ctx, func(tx *gorm.DB) error {
+	err := a.db.WriteRetrying(ctx, func(tx *gorm.DB) error {
 		var err error
 		resp, err = op.execute(ctx, tx.WithContext(ctx), at)
 		return err
@@ -160,7 +160,7 @@ func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, ve
 func (a *Adapter) serveLocalNew(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
 	var out outcome
 	at.number, at.fence, at.claimedAt = 1, 0, a.engine.Now()
-	err := a.db.Write(ctx, func(tx *gorm.DB) error {
+	err := a.db.WriteRetrying(ctx, func(tx *gorm.DB) error {
 		tx = tx.WithContext(ctx)
 		var (
 			stored storedResponse
@@ -190,7 +190,8 @@ func (a *Adapter) serveLocalClaimed(ctx context.Context, op *operation, at *atte
 		out      outcome
 		executed bool
 	)
-	err := a.db.Write(ctx, func(tx *gorm.DB) error {
+	err := a.db.WriteRetrying(ctx, func(tx *gorm.DB) error {
+		executed = false
 		tx = tx.WithContext(ctx)
 		c, claimed, held, err := a.claimTx(ctx, tx, at, version)
 		if err != nil {
@@ -408,7 +409,7 @@ func (a *Adapter) claimPhased(ctx context.Context, op *operation, at *attempt, v
 		rec     Record
 	)
 	mono, clock := at.sendingLeaseWrite()
-	err := a.db.Write(ctx, func(tx *gorm.DB) error {
+	err := a.db.WriteRetrying(ctx, func(tx *gorm.DB) error {
 		var err error
 		c, claimed, rec, err = a.claimTx(ctx, tx, at, version)
 		return err
@@ -486,7 +487,7 @@ func (a *Adapter) takeover(ctx context.Context, at *attempt, rec Record) (bool, 
 		ok bool
 	)
 	mono, clock := at.sendingLeaseWrite()
-	err := a.db.Write(ctx, func(tx *gorm.DB) error {
+	err := a.db.WriteRetrying(ctx, func(tx *gorm.DB) error {
 		var err error
 		c, ok, err = a.records.Takeover(ctx, tx, TakeoverParams{ID: at.id, Fence: rec.Fence, From: rec.State,
 			Lease: a.cfg.LeaseDuration})

@@ -14,6 +14,14 @@ var (
 	// concurrent transaction. Nothing was committed.
 	ErrLockTimeout = errors.New("store: lock timeout")
 
+	// ErrRolledBack is returned (wrapped, beside [ErrLockTimeout]) when the
+	// database rolled the whole transaction back to break a deadlock or a
+	// serialization conflict with a concurrent transaction (PostgreSQL's
+	// 40P01 and 40001, the MySQL family's 1213). Nothing of it committed,
+	// and the same transaction may run again as it is: [DB.WriteRetrying]
+	// does, for transactions that touch nothing outside the database.
+	ErrRolledBack = errors.New("store: the database rolled the transaction back to resolve a conflict")
+
 	// ErrUniqueViolation is returned (wrapped, by [Driver.Classify] and so
 	// by [DB.Classify] and [DB.Write]) when a unique index or primary key
 	// refused a row.

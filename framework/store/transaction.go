@@ -28,6 +28,30 @@ func (db *DB) Write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return db.Classify(db.write(ctx, fn))
 }
 
+// rolledBackRuns is how many times [DB.WriteRetrying] runs a transaction
+// that the database keeps rolling back.
+const rolledBackRuns = 3
+
+// WriteRetrying is [DB.Write], run again (three runs in all) while the
+// database rolls the transaction back whole to break a deadlock or a
+// serialization conflict ([ErrRolledBack]) and ctx lives. Such a
+// transaction committed nothing, so running it again is safe for an fn
+// whose effects are all inside the transaction: fn may run more than
+// once, each time on a new transaction, and must set anything it reports
+// to its caller afresh on each run. An fn that calls another system
+// (a payment provider) must use [DB.Write]. The last run's error is
+// returned; it still wraps [ErrLockTimeout] (409 request_in_progress with
+// Retry-After: the client retries later, as after a lock wait).
+func (db *DB) WriteRetrying(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	var err error
+	for range rolledBackRuns {
+		if err = db.Write(ctx, fn); !errors.Is(err, ErrRolledBack) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
 func (db *DB) write(ctx context.Context, fn func(tx *gorm.DB) error) (err error) {
 	ctx, span := db.tracer.Start(ctx, "store.write", trace.WithAttributes(attribute.String("db.system.name", db.Driver.Name())))
 	defer func() { endSpan(span, err) }()

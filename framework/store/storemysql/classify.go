@@ -14,12 +14,15 @@ type errorKind int
 
 const (
 	otherError errorKind = iota
-	// lockTimeout: a concurrent transaction held a lock too long, or the
-	// server chose this transaction as a deadlock's victim. The
-	// transaction was rolled back (a deadlock) or its statement was
-	// (a lock wait timeout): nothing of it may be taken as committed, and
-	// the request may be tried again.
+	// lockTimeout: a concurrent transaction held a lock too long. The
+	// statement was rolled back (InnoDB keeps the rest of the transaction
+	// unless innodb_rollback_on_timeout is on; the framework rolls it
+	// back): nothing of it may be taken as committed, and the request may
+	// be tried again.
 	lockTimeout
+	// deadlock: the server chose this transaction as a deadlock's victim
+	// and rolled it back whole; it may run again as it is.
+	deadlock
 	// unavailable: the server cannot be reached or refuses work for a
 	// reason outside the request.
 	unavailable
@@ -70,8 +73,10 @@ func kindOf(err error) errorKind {
 	var myErr *mysql.MySQLError
 	if errors.As(err, &myErr) {
 		switch myErr.Number {
-		case erLockWaitTimeout, erLockDeadlock:
+		case erLockWaitTimeout:
 			return lockTimeout
+		case erLockDeadlock:
+			return deadlock
 		case erDupEntry, erDupEntryWithKeyName:
 			return uniqueViolation
 		case erTruncatedWrongValue, erDataTooLong, erInvalidCharString:

@@ -181,6 +181,8 @@ func (Driver) Classify(err error) error {
 	switch kindOf(err) {
 	case lockTimeout:
 		return fmt.Errorf("%w: %w", store.ErrLockTimeout, err)
+	case deadlock:
+		return fmt.Errorf("%w: %w: %w", store.ErrLockTimeout, store.ErrRolledBack, err)
 	case unavailable:
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	case uniqueViolation:

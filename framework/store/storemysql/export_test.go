@@ -19,6 +19,7 @@ type Kind = errorKind
 const (
 	OtherError      = otherError
 	LockTimeout     = lockTimeout
+	Deadlock        = deadlock
 	Unavailable     = unavailable
 	UniqueViolation = uniqueViolation
 	UnstorableText  = unstorableText

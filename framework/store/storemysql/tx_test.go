@@ -3,10 +3,12 @@ package storemysql_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/framework/store/storemysql"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
@@ -121,7 +123,8 @@ func TestLockWaitIsALockTimeout(t *testing.T) {
 
 // TestDeadlockIsALockTimeoutAndEndsTheTransaction: of two transactions
 // that lock two rows in opposite orders, InnoDB rolls one back whole with
-// error 1213, read as a lock timeout (retryable: nothing committed). The
+// error 1213, read as a deadlock: store.ErrRolledBack beside
+// store.ErrLockTimeout (nothing committed; the transaction may run again). The
 // victim's later statements are not sent, as they would run outside any
 // transaction; the other transaction commits.
 func TestDeadlockIsALockTimeoutAndEndsTheTransaction(t *testing.T) {
@@ -154,8 +157,11 @@ func TestDeadlockIsALockTimeoutAndEndsTheTransaction(t *testing.T) {
 	if victimErr == nil {
 		victimErr = errB
 	}
-	if (errA == nil) == (errB == nil) || storemysql.KindOf(victimErr) != storemysql.LockTimeout {
-		t.Fatalf("errors %v and %v: want one deadlock, read as a lock timeout", errA, errB)
+	if (errA == nil) == (errB == nil) || storemysql.KindOf(victimErr) != storemysql.Deadlock {
+		t.Fatalf("errors %v and %v: want one deadlock, read as such", errA, errB)
+	}
+	if err := (storemysql.Driver{}).Classify(victimErr); !errors.Is(err, store.ErrRolledBack) || !errors.Is(err, store.ErrLockTimeout) {
+		t.Fatalf("Classify(%v) = %v, want ErrRolledBack and ErrLockTimeout", victimErr, err)
 	}
 	victim, survivor := a, b
 	if _, err := b.ExecContext(ctx, "SELECT 1"); err != nil {

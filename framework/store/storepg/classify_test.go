@@ -48,8 +48,8 @@ func TestClassifyPostgres(t *testing.T) {
 		{"unexpected EOF", io.ErrUnexpectedEOF, "unavailable"},
 		{"sql.ErrConnDone", sql.ErrConnDone, "unavailable"},
 		{"lock timeout 55P03", pg("55P03"), "lock"},
-		{"deadlock 40P01", pg("40P01"), "lock"},
-		{"serialization 40001", pg("40001"), "lock"},
+		{"deadlock 40P01", pg("40P01"), "rolled back"},
+		{"serialization 40001", pg("40001"), "rolled back"},
 		{"unique violation 23505", pg("23505"), "unique"},
 		{"bad UTF-8 22021", pg("22021"), "text"},
 		{"untranslatable 22P05", pg("22P05"), "text"},
@@ -142,6 +142,8 @@ func outcome(err error) string {
 	switch {
 	case errors.Is(err, store.ErrUnavailable):
 		return "unavailable"
+	case errors.Is(err, store.ErrRolledBack) && errors.Is(err, store.ErrLockTimeout):
+		return "rolled back"
 	case errors.Is(err, store.ErrLockTimeout):
 		return "lock"
 	case errors.Is(err, store.ErrUniqueViolation):

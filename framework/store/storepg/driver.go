@@ -235,10 +235,11 @@ func (Driver) Classify(err error) error {
 	case "22021", // character_not_in_repertoire (a NUL in text)
 		"22P05": // untranslatable_character
 		return fmt.Errorf("%w: %w", store.ErrUnstorableText, err)
-	case "55P03", // lock_not_available (lock_timeout)
-		"40001", // serialization_failure
-		"40P01": // deadlock_detected
+	case "55P03": // lock_not_available (lock_timeout)
 		return fmt.Errorf("%w: %w", store.ErrLockTimeout, err)
+	case "40001", // serialization_failure
+		"40P01": // deadlock_detected
+		return fmt.Errorf("%w: %w: %w", store.ErrLockTimeout, store.ErrRolledBack, err)
 	case "57P01", // admin_shutdown
 		"57P02", // crash_shutdown
 		"57P03", // cannot_connect_now (starting up, shutting down, recovery)
