@@ -112,9 +112,11 @@
 // # Records, the database clock and fencing
 //
 // Every statement on idempotency_records goes through one seam,
-// [RecordStore] (parameter structs; [NewRecordStore] is the PostgreSQL and
-// SQLite implementation, with the dialect spellings in one place), whose
-// contract suite is the package recordstoretest. Config.Records swaps it.
+// [RecordStore] (parameter structs), whose contract suite is the package
+// recordstoretest. [NewRecordStore] runs the SQL that the database's store
+// driver holds ([store.Driver.Records]: the statements written once, each
+// driver's spellings beside it); this package holds none. Config.Records
+// swaps it.
 //
 // Leases, expiry and retention are evaluated on the database clock
 // (statement_timestamp() on PostgreSQL, 'now' on SQLite), in the statement

@@ -44,7 +44,8 @@
 // statement and pgx batch (otelpgx, otelsql) with its text and without its
 // parameter values.
 //
-// The returned [DB] carries the [Driver] (row locks, the clock) and
+// The returned [DB] carries the [Driver] (row locks, the clock, the
+// idempotency records' statements in its spelling, [Records]) and
 // [DB.Write], which runs a function in one transaction; pass its *gorm.DB
 // to every transactional twin so that their writes commit together.
 // Errors are classified by the driver ([DB.Classify]): "the database is not

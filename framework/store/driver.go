@@ -71,6 +71,10 @@ type Driver interface {
 	// ReadSnapshot runs queries on conn in one read-only snapshot and
 	// returns each built query with its result ([ReadSnapshot]).
 	ReadSnapshot(ctx context.Context, db *gorm.DB, conn *sql.Conn, queries []func(*gorm.DB) *gorm.DB) ([]*gorm.DB, error)
+	// Records returns the SQL of the idempotency records in this
+	// database's spelling ([Records]), on the tables of the driver's
+	// migrations.
+	Records(cfg RecordsConfig) Records
 }
 
 // TxOptions are what [Driver.Begin] sets on one transaction.

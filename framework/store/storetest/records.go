@@ -13,9 +13,10 @@ import (
 )
 
 // testRecords runs the idempotency records' contract (recordstoretest) on
-// the driver's migrations, through store.Open and on the application's
-// own handle (store.New): claims, takeovers, fencing, leases and expiry on
-// the database clock.
+// the driver's statements ([store.Driver.Records], through
+// postkeys.NewRecordStore) and its migrations, through store.Open and on
+// the application's own handle (store.New): claims, takeovers, fencing,
+// leases and expiry on the database clock.
 func testRecords(t *testing.T, h Harness) {
 	on := func(t *testing.T, db *store.DB) recordstoretest.Harness {
 		t.Helper()

@@ -1,11 +1,21 @@
-package postkeys
+package storemysql
 
 import (
 	"strconv"
 	"time"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/store/internal/recordsql"
 )
 
-// mysqlRecords is the record SQL of the MySQL family (MariaDB 10.7+), in
+// Records returns the idempotency records' SQL on the MySQL family: the
+// portable statements in MariaDB's spelling, with the three claims it
+// spells otherwise (records, below).
+func (Driver) Records(cfg store.RecordsConfig) store.Records {
+	return recordsql.New(records, Driver{}.Classify, cfg)
+}
+
+// records is the record SQL of the MySQL family (MariaDB 10.7+), in
 // one place. The clock is UTC_TIMESTAMP(6), which no session time zone
 // shifts; durations are microseconds. Fences come from a sequence
 // (migrations/mysql/00001), so they never repeat for a key. MySQL has no
@@ -28,21 +38,21 @@ import (
 //
 // Never INSERT IGNORE: it turns every error of the statement (a value that
 // does not fit, a NOT NULL) into a warning and stores what it can.
-var mysqlRecords = recordDialect{
-	now:        "(UTC_TIMESTAMP(6) + INTERVAL @off MICROSECOND)",
-	plus:       "(UTC_TIMESTAMP(6) + INTERVAL (@off + @%s) MICROSECOND)",
-	nextFence:  "NEXTVAL(idempotency_records_fence_seq)",
-	ageSeconds: "(TIMESTAMPDIFF(MICROSECOND, %s, UTC_TIMESTAMP(6) + INTERVAL @off MICROSECOND) / 1000000.0)",
-	duration:   func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) },
-	integer:    "SIGNED",
-	drawFence:  "SELECT NEXTVAL(idempotency_records_fence_seq)",
-	statements: map[string]string{
-		"insert": `INSERT INTO idempotency_records (` + claimColumns + `)
+var records = recordsql.Spelling{
+	Now:        "(UTC_TIMESTAMP(6) + INTERVAL @off MICROSECOND)",
+	Plus:       "(UTC_TIMESTAMP(6) + INTERVAL (@off + @%s) MICROSECOND)",
+	NextFence:  "NEXTVAL(idempotency_records_fence_seq)",
+	AgeSeconds: "(TIMESTAMPDIFF(MICROSECOND, %s, UTC_TIMESTAMP(6) + INTERVAL @off MICROSECOND) / 1000000.0)",
+	Duration:   func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) },
+	Integer:    "SIGNED",
+	DrawFence:  "SELECT NEXTVAL(idempotency_records_fence_seq)",
+	Statements: map[string]string{
+		"insert": `INSERT INTO idempotency_records (` + recordsql.ClaimColumns + `)
 SELECT @tenant, @operation, @key, @fingerprint, CAST(@version AS SIGNED), 'in_progress', @point, 1,
     {next_fence}, {lease}, {now}, {now}, {ttl}
-FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM idempotency_records WHERE ` + pkWhere + `)
+FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM idempotency_records WHERE ` + recordsql.KeyWhere + `)
 RETURNING fence, attempt`,
-		"reclaim": `INSERT INTO idempotency_records (` + claimColumns + `)
+		"reclaim": `INSERT INTO idempotency_records (` + recordsql.ClaimColumns + `)
 VALUES (@tenant, @operation, @key, @fingerprint, CAST(@version AS SIGNED), 'in_progress', @point, 1,
     @new_fence, {lease}, {now}, {now}, {ttl})
 ON DUPLICATE KEY UPDATE
@@ -65,7 +75,7 @@ ON DUPLICATE KEY UPDATE
 RETURNING fence, attempt`,
 		"takeover": `UPDATE idempotency_records
 SET state = 'in_progress', attempt = attempt + 1, fence = @new_fence, locked_until = {lease}, updated_at = {now}
-WHERE ` + pkWhere + ` AND fence = @fence AND state = @from AND (state = 'unknown' OR locked_until <= {now})`,
-		"taken_over": `SELECT fence, attempt FROM idempotency_records WHERE ` + pkWhere + ` AND fence = @new_fence`,
+WHERE ` + recordsql.KeyWhere + ` AND fence = @fence AND state = @from AND (state = 'unknown' OR locked_until <= {now})`,
+		"taken_over": `SELECT fence, attempt FROM idempotency_records WHERE ` + recordsql.KeyWhere + ` AND fence = @new_fence`,
 	},
 }

@@ -1,0 +1,60 @@
+package recordsql
+
+import (
+	"strconv"
+	"strings"
+)
+
+// numberedSQL is a statement of named arguments (@name) spelled with
+// PostgreSQL's numbered placeholders: names[i] is the argument of $i+1.
+type numberedSQL struct {
+	sql   string
+	names []string
+}
+
+// numberArgs spells sql's named arguments (@ and a name of letters,
+// digits and underscores) as $1, $2, … (one number per name, however often
+// it occurs).
+func numberArgs(sql string) numberedSQL {
+	var (
+		b   strings.Builder
+		out numberedSQL
+		num = map[string]int{}
+	)
+	for i := 0; i < len(sql); i++ {
+		if sql[i] != '@' {
+			b.WriteByte(sql[i])
+			continue
+		}
+		j := i + 1
+		for j < len(sql) && nameByte(sql[j]) {
+			j++
+		}
+		name := sql[i+1 : j]
+		n, ok := num[name]
+		if !ok {
+			out.names = append(out.names, name)
+			n = len(out.names)
+			num[name] = n
+		}
+		b.WriteString("$" + strconv.Itoa(n))
+		i = j - 1
+	}
+	out.sql = b.String()
+	return out
+}
+
+// nameByte reports whether c continues an argument's name: a letter, a
+// digit or an underscore.
+func nameByte(c byte) bool {
+	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// values returns args in the order of the placeholders.
+func (q numberedSQL) values(args map[string]any) []any {
+	out := make([]any, len(q.names))
+	for i, name := range q.names {
+		out[i] = args[name]
+	}
+	return out
+}

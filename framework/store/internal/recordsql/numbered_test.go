@@ -1,0 +1,54 @@
+package recordsql
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+)
+
+// TestNumberArgs: each named argument gets one number, in the order of its
+// first use, however often it occurs; the arguments follow that order.
+func TestNumberArgs(t *testing.T) {
+	q := numberArgs("SELECT 1 WHERE a = @tenant AND b = CAST(@off AS interval) AND c = @tenant AND d = @next_fence AND e = @Key2")
+	if want := "SELECT 1 WHERE a = $1 AND b = CAST($2 AS interval) AND c = $1 AND d = $3 AND e = $4"; q.sql != want {
+		t.Fatalf("got %s\nwant %s", q.sql, want)
+	}
+	got := q.values(map[string]any{"off": "0 microseconds", "tenant": "acme", "next_fence": 7, "Key2": "k", "unused": true})
+	if fmt.Sprint(got) != "[acme 0 microseconds 7 k]" {
+		t.Fatalf("values %v", got)
+	}
+}
+
+// TestNumberedStatementsHaveEveryArgument: the numbered statements are
+// sent with their arguments by position, where a name the statement uses
+// and its arguments lack would go out as NULL without an error; every
+// name of get and create has its argument.
+func TestNumberedStatementsHaveEveryArgument(t *testing.T) {
+	s := New(Spelling{
+		Now:        "(clock() + @off)",
+		Plus:       "(clock() + @off + @%s)",
+		NextFence:  "next_fence()",
+		AgeSeconds: "age(%s, @off)",
+		Duration:   func(d time.Duration) string { return d.String() },
+		Numbered:   true,
+	}, nil, store.RecordsConfig{}).(*records)
+	args := map[string]map[string]any{
+		"get":    s.args(store.RecordKey{Tenant: "t", Operation: "o", Key: "k"}, nil),
+		"create": s.createArgs(&store.RecordCreateParams{ID: store.RecordKey{Tenant: "t", Operation: "o", Key: "k"}}),
+	}
+	if len(s.numbered) != len(args) {
+		t.Fatalf("numbered statements %d, checked %d", len(s.numbered), len(args))
+	}
+	for name, q := range s.numbered {
+		if len(q.names) == 0 {
+			t.Errorf("%s: no numbered arguments: %s", name, q.sql)
+		}
+		for _, arg := range q.names {
+			if _, ok := args[name][arg]; !ok {
+				t.Errorf("%s uses @%s, which its arguments lack", name, arg)
+			}
+		}
+	}
+}

@@ -1,0 +1,362 @@
+package recordsql
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/pipeline"
+)
+
+// New returns the [store.Records] of the spelling s, whose driver
+// classifies errors with classify (its [store.Driver.Classify]). Its SQL
+// is built once, here.
+func New(s Spelling, classify func(error) error, cfg store.RecordsConfig) store.Records {
+	r := strings.NewReplacer(
+		"{now}", s.Now,
+		"{lease}", fmt.Sprintf(s.Plus, "lease"),
+		"{ttl}", fmt.Sprintf(s.Plus, "ttl"),
+		"{older}", fmt.Sprintf(s.Plus, "older"),
+		"{next_fence}", s.NextFence,
+		"{int}", cmp.Or(s.Integer, "INTEGER"),
+		"{age_of_oldest}", fmt.Sprintf(s.AgeSeconds, "MIN(created_at)"),
+	)
+	rs := &records{s: s, classify: classify, offset: cfg.ClockOffset, sql: map[string]string{}}
+	for name, q := range templates {
+		rs.sql[name] = r.Replace(q)
+	}
+	for name, q := range s.Statements {
+		rs.sql[name] = r.Replace(q)
+	}
+	if s.Numbered {
+		rs.numbered = map[string]numberedSQL{"get": numberArgs(rs.sql["get"]), "create": numberArgs(rs.sql["create"])}
+	}
+	return rs
+}
+
+// records is [store.Records] on the SQL of one [Spelling].
+type records struct {
+	s        Spelling
+	classify func(error) error
+	offset   func() time.Duration
+	sql      map[string]string
+	// numbered holds, where the spelling says so, the hot statements (get,
+	// create) with numbered placeholders, run without building a gorm
+	// statement.
+	numbered map[string]numberedSQL
+}
+
+var _ store.Records = (*records)(nil)
+
+// args returns the named arguments of one statement: the clock offset and
+// the record's key, plus more.
+func (s *records) args(id store.RecordKey, more map[string]any) map[string]any {
+	var off time.Duration
+	if s.offset != nil {
+		off = s.offset()
+	}
+	args := map[string]any{"off": s.s.Duration(off), "tenant": id.Tenant, "operation": id.Operation, "key": id.Key}
+	for k, v := range more {
+		args[k] = v
+	}
+	return args
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// returning runs a claim statement (… RETURNING fence, attempt). It is
+// often the first statement of its transaction: pipeline.Find sends it with
+// the transaction's BEGIN on PostgreSQL.
+func (s *records) returning(ctx context.Context, db *gorm.DB, name string, args map[string]any) (store.RecordClaim, bool, error) {
+	var rows []store.RecordClaim
+	if err := pipeline.Find(db.WithContext(ctx), func(q *gorm.DB) *gorm.DB {
+		return q.Raw(s.sql[name], args).Find(&rows)
+	}).Error; err != nil || len(rows) == 0 {
+		return store.RecordClaim{}, false, err
+	}
+	return rows[0], true, nil
+}
+
+func (s *records) exec(ctx context.Context, db *gorm.DB, name string, args map[string]any) (int64, error) {
+	res := db.WithContext(ctx).Exec(s.sql[name], args)
+	return res.RowsAffected, res.Error
+}
+
+func (s *records) claimArgs(p *store.RecordClaimParams) map[string]any {
+	return s.args(p.ID, map[string]any{"fingerprint": p.Fingerprint, "version": p.FingerprintVersion,
+		"point": p.Point, "lease": s.s.Duration(p.Lease), "ttl": s.s.Duration(p.TTL)})
+}
+
+// Insert: a concurrent insert of the key that commits first makes the
+// statement fail with a unique violation where the database has no ON
+// CONFLICT DO NOTHING (MySQL, where InnoDB then rolls back that statement
+// alone): the key is held, as when the statement inserts nothing.
+func (s *records) Insert(ctx context.Context, db *gorm.DB, p *store.RecordClaimParams) (store.RecordClaim, bool, error) {
+	c, ok, err := s.returning(ctx, db, "insert", s.claimArgs(p))
+	if err != nil && errors.Is(s.classify(err), store.ErrUniqueViolation) {
+		return store.RecordClaim{}, false, nil
+	}
+	return c, ok, err
+}
+
+func (s *records) Reclaim(ctx context.Context, db *gorm.DB, p *store.RecordClaimParams) (store.RecordClaim, bool, error) {
+	args := s.claimArgs(p)
+	if s.s.DrawFence == "" {
+		return s.returning(ctx, db, "reclaim", args)
+	}
+	fence, err := s.draw(ctx, db, args)
+	if err != nil {
+		return store.RecordClaim{}, false, err
+	}
+	// The statement returns the row as it left it: reclaimed when it
+	// carries the drawn token.
+	c, ok, err := s.returning(ctx, db, "reclaim", args)
+	return c, ok && c.Fence == fence, err
+}
+
+// draw draws a fence token into args["new_fence"] (see
+// [Spelling.DrawFence]).
+func (s *records) draw(ctx context.Context, db *gorm.DB, args map[string]any) (int64, error) {
+	var fence int64
+	if err := db.WithContext(ctx).Raw(s.s.DrawFence).Scan(&fence).Error; err != nil {
+		return 0, err
+	}
+	args["new_fence"] = fence
+	return fence, nil
+}
+
+func (s *records) Get(ctx context.Context, db *gorm.DB, p *store.RecordGetParams) (store.RecordRow, bool, error) {
+	if q, ok := s.numbered["get"]; ok {
+		return s.getNumbered(ctx, db, q, s.args(p.ID, nil))
+	}
+	var rows []recordRow
+	if err := db.WithContext(ctx).Raw(s.sql["get"], s.args(p.ID, nil)).Find(&rows).Error; err != nil || len(rows) == 0 {
+		return store.RecordRow{}, false, err
+	}
+	return rows[0].row(), true, nil
+}
+
+// getNumbered is Get on a numbered spelling (PostgreSQL): the statement
+// as spelled and the row scanned column by column, reported to db's gorm
+// logger as gorm would.
+func (s *records) getNumbered(ctx context.Context, db *gorm.DB, q numberedSQL, args map[string]any) (row store.RecordRow, found bool, err error) {
+	start := time.Now()
+	defer func() {
+		var n int64
+		if found {
+			n = 1
+		}
+		db.Logger.Trace(ctx, start, func() (string, int64) { return q.sql, n }, err)
+	}()
+	rows, err := db.Statement.ConnPool.QueryContext(ctx, q.sql, q.values(args)...)
+	if err != nil {
+		return store.RecordRow{}, false, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return store.RecordRow{}, false, rows.Err()
+	}
+	var r recordRow
+	if err := rows.Scan(&r.TenantID, &r.Operation, &r.IdemKey, &r.Fingerprint, &r.FingerprintVersion, &r.State,
+		&r.RecoveryPoint, &r.Attempt, &r.Fence, &r.LockedUntil, &r.ResponseStatus, &r.ResponseHeaders,
+		&r.ResponseBody, &r.ResponseTruncated, &r.ResourceRef, &r.ErrorCode, &r.CreatedAt, &r.UpdatedAt,
+		&r.ExpiresAt, &r.Expired, &r.LeaseExpired); err != nil {
+		return store.RecordRow{}, false, err
+	}
+	return r.row(), true, rows.Close()
+}
+
+func (s *records) Takeover(ctx context.Context, db *gorm.DB, p *store.RecordTakeoverParams) (store.RecordClaim, bool, error) {
+	args := s.args(p.ID, map[string]any{"fence": p.Fence, "from": p.From, "lease": s.s.Duration(p.Lease)})
+	if s.s.DrawFence == "" {
+		return s.returning(ctx, db, "takeover", args)
+	}
+	if _, err := s.draw(ctx, db, args); err != nil {
+		return store.RecordClaim{}, false, err
+	}
+	if n, err := s.exec(ctx, db, "takeover", args); err != nil || n != 1 {
+		return store.RecordClaim{}, false, err
+	}
+	// The row the takeover wrote, read by its new token (the row lock the
+	// update took keeps it as written until the transaction ends).
+	return s.returning(ctx, db, "taken_over", args)
+}
+
+func (s *records) Advance(ctx context.Context, db *gorm.DB, p *store.RecordAdvanceParams) (bool, error) {
+	n, err := s.exec(ctx, db, "advance", s.args(p.ID, map[string]any{"fence": p.Fence, "point": p.Point,
+		"ref": nullable(p.Ref), "lease": s.s.Duration(p.Lease)}))
+	return n == 1, err
+}
+
+func (s *records) Renew(ctx context.Context, db *gorm.DB, p *store.RecordRenewParams) (bool, error) {
+	n, err := s.exec(ctx, db, "renew", s.args(p.ID, map[string]any{"fence": p.Fence, "lease": s.s.Duration(p.Lease)}))
+	return n == 1, err
+}
+
+func (s *records) Complete(ctx context.Context, db *gorm.DB, p *store.RecordCompleteParams) (bool, error) {
+	args := s.outcomeArgs(&p.RecordOutcome)
+	args["fence"], args["point"] = p.Fence, nullable(p.Point)
+	n, err := s.exec(ctx, db, "complete", s.args(p.ID, args))
+	return n == 1, err
+}
+
+// Create is deferred on a pipelining transaction (pipeline.Later): on
+// PostgreSQL it travels with the transaction's COMMIT, numbered.
+func (s *records) Create(ctx context.Context, db *gorm.DB, p *store.RecordCreateParams) error {
+	args := s.createArgs(p)
+	wrap := func(err error) error {
+		if err = s.classify(err); errors.Is(err, store.ErrUniqueViolation) && p.KeyTakenFunc != nil {
+			return p.KeyTakenFunc(err)
+		}
+		return err
+	}
+	if q, ok := s.numbered["create"]; ok && pipeline.Pipelined(db) {
+		return pipeline.LaterSQL(db, q.sql, q.values(args), wrap)
+	}
+	return pipeline.Later(db.WithContext(ctx), func(q *gorm.DB) *gorm.DB { return q.Exec(s.sql["create"], args) }, wrap)
+}
+
+func (s *records) createArgs(p *store.RecordCreateParams) map[string]any {
+	args := s.outcomeArgs(&p.RecordOutcome)
+	args["fingerprint"], args["version"], args["point"] = p.Fingerprint, p.FingerprintVersion, p.Point
+	return s.args(p.ID, args)
+}
+
+// outcomeArgs are the statement arguments of an outcome.
+func (s *records) outcomeArgs(o *store.RecordOutcome) map[string]any {
+	body := o.Body
+	if body == nil && !o.Truncated {
+		body = []byte{}
+	}
+	if o.Truncated {
+		body = nil
+	}
+	return map[string]any{"status": o.Status, "headers": o.Headers, "body": body, "truncated": o.Truncated,
+		"ref": nullable(o.Ref), "code": nullable(o.ErrorCode), "ttl": s.s.Duration(o.TTL)}
+}
+
+func (s *records) MarkUnknown(ctx context.Context, db *gorm.DB, p *store.RecordMarkUnknownParams) (bool, error) {
+	n, err := s.exec(ctx, db, "unknown", s.args(p.ID, map[string]any{"fence": p.Fence, "code": nullable(p.ErrorCode)}))
+	return n == 1, err
+}
+
+func (s *records) Release(ctx context.Context, db *gorm.DB, p *store.RecordReleaseParams) (bool, error) {
+	n, err := s.exec(ctx, db, "release", s.args(p.ID, map[string]any{"fence": p.Fence, "point": p.Point}))
+	return n == 1, err
+}
+
+func (s *records) ListUnfinished(ctx context.Context, db *gorm.DB, p *store.RecordListUnfinishedParams) ([]store.RecordRow, error) {
+	return s.list(ctx, db, "unfinished", s.args(store.RecordKey{}, map[string]any{"limit": p.Limit}))
+}
+
+func (s *records) DeleteExpired(ctx context.Context, db *gorm.DB, p *store.RecordDeleteExpiredParams) (int64, error) {
+	return s.exec(ctx, db, "delete_expired", s.args(store.RecordKey{}, map[string]any{"limit": p.Limit}))
+}
+
+func (s *records) Stats(ctx context.Context, db *gorm.DB) (store.RecordStats, error) {
+	var row struct {
+		OldestSeconds *float64 `gorm:"column:oldest_seconds"`
+		Unknown       int64    `gorm:"column:unknown"`
+	}
+	if err := db.WithContext(ctx).Raw(s.sql["stats"], s.args(store.RecordKey{}, nil)).Find(&row).Error; err != nil {
+		return store.RecordStats{}, err
+	}
+	stats := store.RecordStats{Unknown: row.Unknown}
+	if row.OldestSeconds != nil {
+		stats.OldestInProgress = max(0, time.Duration(*row.OldestSeconds*float64(time.Second)))
+	}
+	return stats, nil
+}
+
+func (s *records) List(ctx context.Context, db *gorm.DB, p *store.RecordListParams) ([]store.RecordRow, error) {
+	return s.list(ctx, db, "list", s.args(store.RecordKey{Tenant: p.Tenant, Operation: p.Operation},
+		map[string]any{"state": p.State, "older": s.s.Duration(-p.OlderThan), "limit": p.Limit}))
+}
+
+// list runs the reading statement name and returns its rows.
+func (s *records) list(ctx context.Context, db *gorm.DB, name string, args map[string]any) ([]store.RecordRow, error) {
+	var rows []recordRow
+	if err := db.WithContext(ctx).Raw(s.sql[name], args).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]store.RecordRow, len(rows))
+	for i := range rows {
+		out[i] = rows[i].row()
+	}
+	return out, nil
+}
+
+func (s *records) CountExpired(ctx context.Context, db *gorm.DB) (int64, error) {
+	var n int64
+	err := db.WithContext(ctx).Raw(s.sql["count_expired"], s.args(store.RecordKey{}, nil)).Scan(&n).Error
+	return n, err
+}
+
+func (s *records) Audit(ctx context.Context, db *gorm.DB, p *store.RecordAuditParams) error {
+	_, err := s.exec(ctx, db, "audit", s.args(store.RecordKey{Tenant: p.Tenant, Operation: p.Operation}, map[string]any{
+		"key_hash": p.KeyHash, "fence": p.Fence, "from": p.From, "outcome": p.Outcome, "status": p.Status,
+		"ref": nullable(p.Reference), "code": nullable(p.ErrorCode), "actor": p.Actor, "reason": p.Reason}))
+	return err
+}
+
+// recordRow is the row shape of idempotency_records as the reading
+// statements return it, with the flags they compute on the database
+// clock.
+type recordRow struct {
+	TenantID           string     `gorm:"column:tenant_id"`
+	Operation          string     `gorm:"column:operation"`
+	IdemKey            string     `gorm:"column:idem_key"`
+	Fingerprint        string     `gorm:"column:fingerprint"`
+	FingerprintVersion int        `gorm:"column:fingerprint_version"`
+	State              string     `gorm:"column:state"`
+	RecoveryPoint      string     `gorm:"column:recovery_point"`
+	Attempt            int64      `gorm:"column:attempt"`
+	Fence              int64      `gorm:"column:fence"`
+	LockedUntil        *time.Time `gorm:"column:locked_until"`
+	ResponseStatus     *int       `gorm:"column:response_status"`
+	ResponseHeaders    *string    `gorm:"column:response_headers"`
+	ResponseBody       []byte     `gorm:"column:response_body"`
+	ResponseTruncated  bool       `gorm:"column:response_truncated"`
+	ResourceRef        *string    `gorm:"column:resource_ref"`
+	ErrorCode          *string    `gorm:"column:error_code"`
+	CreatedAt          time.Time  `gorm:"column:created_at"`
+	UpdatedAt          time.Time  `gorm:"column:updated_at"`
+	ExpiresAt          time.Time  `gorm:"column:expires_at"`
+	Expired            int        `gorm:"column:expired"`
+	LeaseExpired       int        `gorm:"column:lease_expired"`
+}
+
+func (r *recordRow) row() store.RecordRow {
+	row := store.RecordRow{ID: store.RecordKey{Tenant: r.TenantID, Operation: r.Operation, Key: r.IdemKey},
+		Fingerprint: r.Fingerprint, FingerprintVersion: r.FingerprintVersion, State: r.State,
+		RecoveryPoint: r.RecoveryPoint, Attempt: r.Attempt, Fence: r.Fence, ResponseBody: r.ResponseBody,
+		Truncated: r.ResponseTruncated, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		ExpiresAt: r.ExpiresAt.UTC(), Expired: r.Expired == 1, LeaseExpired: r.LeaseExpired == 1}
+	if r.LockedUntil != nil {
+		row.LockedUntil = r.LockedUntil.UTC()
+	}
+	if r.ResponseStatus != nil {
+		row.ResponseStatus = *r.ResponseStatus
+	}
+	if r.ResponseHeaders != nil {
+		row.ResponseHeaders = *r.ResponseHeaders
+	}
+	if r.ResourceRef != nil {
+		row.ResourceRef = *r.ResourceRef
+	}
+	if r.ErrorCode != nil {
+		row.ErrorCode = *r.ErrorCode
+	}
+	return row
+}
