@@ -22,7 +22,7 @@ import (
 )
 
 // setup opens a migrated database of its own.
-func setup(t *testing.T, dsn string) *store.DB {
+func setup(t testing.TB, dsn string) *store.DB {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dsn, store.Config{LockTimeout: 5 * time.Second})
