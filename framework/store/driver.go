@@ -75,6 +75,9 @@ type Driver interface {
 	// database's spelling ([Records]), on the tables of the driver's
 	// migrations.
 	Records(cfg RecordsConfig) Records
+	// Outbox returns the statements of the transactional outbox on this
+	// database ([Outbox]).
+	Outbox() Outbox
 }
 
 // TxOptions are what [Driver.Begin] sets on one transaction.
@@ -111,6 +114,9 @@ var ErrOwnedByWrite = errors.New("store: the transaction of DB.Write is committe
 var drivers struct {
 	sync.RWMutex
 	all []Driver
+	// byDialector is the driver of each gorm dialector name, so that
+	// [DriverOf] costs a map lookup on every event write.
+	byDialector map[string]Driver
 }
 
 // Register makes d the driver of its [Driver.Dialectors] and
@@ -133,6 +139,12 @@ func Register(d Driver) {
 		}
 	}
 	drivers.all = append(drivers.all, d)
+	if drivers.byDialector == nil {
+		drivers.byDialector = map[string]Driver{}
+	}
+	for _, n := range d.Dialectors() {
+		drivers.byDialector[n] = d
+	}
 }
 
 // Drivers returns the registered drivers, in the order they registered.
@@ -142,13 +154,20 @@ func Drivers() []Driver {
 	return slices.Clone(drivers.all)
 }
 
+// DriverOf returns the registered driver that serves gdb's gorm dialector,
+// as [New] finds it: the driver of a transaction that a transactional twin
+// was given, where no [DB] is at hand. A dialector no registered driver
+// serves fails with [ErrMisconfigured], naming the package to import.
+func DriverOf(gdb *gorm.DB) (Driver, error) { return driverFor(gdb.Dialector.Name()) }
+
 // driverFor returns the registered driver that serves the gorm dialector
 // named name.
 func driverFor(name string) (Driver, error) {
-	for _, d := range Drivers() {
-		if slices.Contains(d.Dialectors(), name) {
-			return d, nil
-		}
+	drivers.RLock()
+	d, ok := drivers.byDialector[name]
+	drivers.RUnlock()
+	if ok {
+		return d, nil
 	}
 	return nil, fmt.Errorf("%w: no store driver serves the gorm dialector %q; import the driver package of your database (%s)",
 		ErrMisconfigured, name, driverPackages)

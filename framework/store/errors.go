@@ -41,4 +41,9 @@ var (
 	// ErrUnknownDSN is returned (wrapped) by [Open] for a DSN whose scheme
 	// no registered [Driver] takes, or that its driver cannot parse.
 	ErrUnknownDSN = errors.New("store: unknown DSN")
+
+	// ErrVacuumRefused is returned by [Outbox.Vacuum] when the database
+	// user may not vacuum outbox_events (on PostgreSQL only the table's
+	// or the database's owner may).
+	ErrVacuumRefused = errors.New("store: vacuum of outbox_events refused")
 )

@@ -11,8 +11,9 @@
 // (the database clock), snapshot.go (snapshot reads), pipeline.go (writes
 // queued for the next round trip), tracing.go (SQL spans), and the
 // statement families the framework owns on every database: rows.go (the
-// resource rows, rowstoretest) and records.go (the idempotency records,
-// recordstoretest). A new driver is judged by this suite alone.
+// resource rows, rowstoretest), records.go (the idempotency records,
+// recordstoretest) and outbox.go (the outbox's statements,
+// [store.Outbox]). A new driver is judged by this suite alone.
 package storetest
 
 import (
@@ -69,6 +70,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"SQLSpansRedactErrors", testSQLSpansRedactErrors},
 		{"Rows", testRows},
 		{"Records", testRecords},
+		{"Outbox", testOutbox},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
