@@ -28,9 +28,9 @@
 // (migrations 00002 and 00003).
 //
 // The relay ([NewRelay], [Relay.Start]) claims pending events in batches,
-// publishes them and deletes them. On PostgreSQL several relays may
-// run at once (FOR UPDATE SKIP LOCKED, each claim starting at an aggregate's
-// earliest pending event); on SQLite one. A relay that dies between a
+// publishes them and deletes them. On PostgreSQL and MariaDB several
+// relays may run at once (FOR UPDATE SKIP LOCKED, each claim starting at
+// an aggregate's earliest pending event); on SQLite one. A relay that dies between a
 // publish and its delete publishes the event again later: publishers and
 // consumers deduplicate by [Event.ID] (see package natsjs and package
 // inbox). Refused events are retried with backoff and parked after
@@ -45,6 +45,12 @@
 // [Config.Registerer]. With [Config.TracerProvider] every publish is a
 // producer span in the writing request's trace, and the event carries that
 // span's context to the consumer.
+//
+// The package holds no SQL: every statement, and how it is spelled on
+// each database, is the store driver's ([store.Outbox], from
+// [store.Driver]'s Outbox), and the package never asks which database it
+// runs on. It keeps the algorithm: batches, order per aggregate, backoff,
+// parking, metrics, tracing.
 //
 // An operator's tooling needs no relay: [ListParked] lists the parked
 // events, [Requeue] makes one pending again and [ReadStats] reads the

@@ -10,9 +10,8 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/propagation"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
-	"github.com/retrysafe/retrysafe/internal/pipeline"
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // Event is one fact to tell the world about, written to the outbox in the
@@ -56,27 +55,8 @@ func NewEvent(tenant, typ, aggregateType, aggregateID string, payload any) (Even
 	return Event{Tenant: tenant, Type: typ, AggregateType: aggregateType, AggregateID: aggregateID, Payload: body}, nil
 }
 
-// eventRow is an outbox_events row.
-type eventRow struct {
-	Position      int64      `gorm:"column:position;primaryKey;autoIncrement"`
-	ID            string     `gorm:"column:id"`
-	TenantID      string     `gorm:"column:tenant_id"`
-	Type          string     `gorm:"column:type"`
-	AggregateType string     `gorm:"column:aggregate_type"`
-	AggregateID   string     `gorm:"column:aggregate_id"`
-	Seq           int64      `gorm:"column:seq"`
-	Payload       string     `gorm:"column:payload"`
-	Headers       string     `gorm:"column:headers"`
-	CreatedAt     time.Time  `gorm:"column:created_at"`
-	Attempts      int        `gorm:"column:attempts"`
-	AvailableAt   time.Time  `gorm:"column:available_at"`
-	LastError     *string    `gorm:"column:last_error"`
-	ParkedAt      *time.Time `gorm:"column:parked_at"`
-}
-
-func (eventRow) TableName() string { return "outbox_events" }
-
-func (r *eventRow) event() (Event, error) {
+// eventOf is the event of an outbox_events row.
+func eventOf(r *store.OutboxEventRow) (Event, error) {
 	id, err := uuid.Parse(r.ID)
 	if err != nil {
 		return Event{}, fmt.Errorf("outbox: event %d has a bad ID: %w", r.Position, err)
@@ -90,45 +70,6 @@ func (r *eventRow) event() (Event, error) {
 	}
 	return ev, nil
 }
-
-// nextSeqSQL increments an aggregate's counter and returns the new value.
-// The upsert is spelled the same on PostgreSQL and SQLite (3.35+). Its row
-// lock makes a second transaction emitting for the same aggregate wait until
-// the first commits, so sequence order is commit order and the relay never
-// sees seq n+1 committed before seq n.
-const nextSeqSQL = `INSERT INTO outbox_sequences (tenant_id, aggregate_type, aggregate_id, last_seq) VALUES (?, ?, ?, 1)
-ON CONFLICT (tenant_id, aggregate_type, aggregate_id) DO UPDATE SET last_seq = outbox_sequences.last_seq + 1
-RETURNING last_seq`
-
-// sequenceRow is a row of outbox_sequences.
-type sequenceRow struct {
-	TenantID      string `gorm:"column:tenant_id;primaryKey"`
-	AggregateType string `gorm:"column:aggregate_type;primaryKey"`
-	AggregateID   string `gorm:"column:aggregate_id;primaryKey"`
-	LastSeq       int64  `gorm:"column:last_seq"`
-}
-
-func (sequenceRow) TableName() string { return "outbox_sequences" }
-
-// nextSeq is the conflict clause of nextSeqSQL.
-var nextSeq = clause.OnConflict{
-	Columns:   []clause.Column{{Name: "tenant_id"}, {Name: "aggregate_type"}, {Name: "aggregate_id"}},
-	DoUpdates: clause.Assignments(map[string]any{"last_seq": gorm.Expr("outbox_sequences.last_seq + 1")}),
-}
-
-// writeOrderedPostgres is the INSERT of an event of [AppendOrdered]: its
-// sequence number is its position, drawn once from the position's
-// sequence (BIGSERIAL, migration 00002) for both columns.
-const writeOrderedPostgres = `INSERT INTO outbox_events (position, seq, id, tenant_id, type, aggregate_type, aggregate_id, payload, headers, created_at, available_at)
-SELECT n.p, n.p, ?::uuid, ?, ?, ?, ?, ?, ?, ?::timestamptz, ?::timestamptz FROM (SELECT nextval('outbox_events_position_seq') AS p) n`
-
-// writeEventPostgres is nextSeqSQL and the event's INSERT in one statement
-// (a data-modifying WITH, which SQLite lacks; there the two statements cost
-// no network round trip).
-const writeEventPostgres = `WITH s AS (` + nextSeqSQL + `)
-INSERT INTO outbox_events (id, tenant_id, type, aggregate_type, aggregate_id, seq, payload, headers, created_at, available_at)
-SELECT ?::uuid, ?, ?, ?, ?, s.last_seq, ?, ?, ?::timestamptz, ?::timestamptz FROM s
-RETURNING seq`
 
 // Write adds events to the outbox on tx, the transaction of the effect they
 // report: they commit with it or not at all. Call it only on the path where
@@ -146,8 +87,8 @@ func Write(ctx context.Context, tx *gorm.DB, events ...Event) ([]Event, error) {
 // Append is [Write] for a caller that does not need the events back (their
 // sequence numbers): on PostgreSQL, in a transaction of [store.DB.Write],
 // each event's insert is pipelined with the transaction's next statement or
-// its COMMIT ([pipeline.Later]) instead of costing a round trip of its own,
-// and its error is reported there.
+// its COMMIT instead of costing a round trip of its own, and its error is
+// reported there.
 func Append(ctx context.Context, tx *gorm.DB, events ...Event) error {
 	_, err := write(ctx, tx, true, false, events)
 	return err
@@ -174,13 +115,22 @@ func AppendOrdered(ctx context.Context, tx *gorm.DB, events ...Event) error {
 	return err
 }
 
+// write prepares events and writes them on tx through its driver's
+// [store.Outbox.Write].
 func write(ctx context.Context, tx *gorm.DB, later, ordered bool, events []Event) ([]Event, error) {
 	if tx == nil {
 		return nil, errors.New("outbox: Write needs the caller's transaction")
 	}
-	tx = tx.WithContext(ctx)
+	d, err := store.DriverOf(tx)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
 	var carrier propagation.MapCarrier
-	written := make([]Event, 0, len(events))
+	var written []Event // what Write returns; Append returns nothing
+	if !later {
+		written = make([]Event, 0, len(events))
+	}
+	p := store.OutboxWriteParams{Events: make([]store.OutboxWriteEvent, 0, len(events)), Ordered: ordered, Later: later}
 	for _, ev := range events {
 		if ev.Tenant == "" || ev.Type == "" || ev.AggregateType == "" || ev.AggregateID == "" {
 			return nil, fmt.Errorf("%w: tenant, type and aggregate are required", ErrInvalidEvent)
@@ -215,44 +165,19 @@ func write(ctx context.Context, tx *gorm.DB, later, ordered bool, events []Event
 		if err != nil {
 			return nil, err
 		}
-		if tx.Dialector.Name() == "postgres" {
-			// One statement: the counter's upsert feeds the insert, or
-			// (ordered) the position is the sequence number.
-			sql, args := writeEventPostgres, []any{ev.Tenant, ev.AggregateType, ev.AggregateID,
-				ev.ID.String(), ev.Tenant, ev.Type, ev.AggregateType, ev.AggregateID, string(ev.Payload), string(headers),
-				ev.CreatedAt, ev.CreatedAt}
-			if ordered {
-				sql, args = writeOrderedPostgres, args[3:]
-			}
-			typ := ev.Type
-			wrap := func(err error) error { return fmt.Errorf("outbox: write %s: %w", typ, err) }
-			var err error
-			if later {
-				err = pipeline.LaterExec(tx, sql, args, wrap)
-			} else if err = tx.Raw(sql, args...).Find(&ev.Seq).Error; err != nil {
-				err = wrap(err)
-			}
-			if err != nil {
-				return nil, err
-			}
+		if !later {
 			written = append(written, ev)
-			continue
 		}
-		// nextSeqSQL as gorm spells it for the database (ON CONFLICT … DO
-		// UPDATE on SQLite, ON DUPLICATE KEY UPDATE on MySQL, whose
-		// outbox_sequences has no unique key but the primary one).
-		counter := sequenceRow{TenantID: ev.Tenant, AggregateType: ev.AggregateType, AggregateID: ev.AggregateID, LastSeq: 1}
-		if err := tx.Clauses(nextSeq, clause.Returning{Columns: []clause.Column{{Name: "last_seq"}}}).Create(&counter).Error; err != nil {
-			return nil, fmt.Errorf("outbox: sequence of %s %s: %w", ev.AggregateType, ev.AggregateID, err)
-		}
-		ev.Seq = counter.LastSeq
-		row := eventRow{ID: ev.ID.String(), TenantID: ev.Tenant, Type: ev.Type, AggregateType: ev.AggregateType,
-			AggregateID: ev.AggregateID, Seq: ev.Seq, Payload: string(ev.Payload), Headers: string(headers),
-			CreatedAt: ev.CreatedAt, AvailableAt: ev.CreatedAt}
-		if err := tx.Create(&row).Error; err != nil {
-			return nil, fmt.Errorf("outbox: write %s: %w", ev.Type, err)
-		}
-		written = append(written, ev)
+		p.Events = append(p.Events, store.OutboxWriteEvent{ID: ev.ID.String(), Tenant: ev.Tenant, Type: ev.Type,
+			AggregateType: ev.AggregateType, AggregateID: ev.AggregateID, Payload: string(ev.Payload),
+			Headers: string(headers), CreatedAt: ev.CreatedAt})
+	}
+	seqs, err := d.Outbox().Write(ctx, tx, p)
+	if err != nil {
+		return nil, err
+	}
+	for i := range written {
+		written[i].Seq = seqs[i]
 	}
 	return written, nil
 }

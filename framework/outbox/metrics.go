@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // Metrics are the relay's Prometheus collectors:
@@ -20,7 +22,7 @@ type Metrics struct {
 	published prometheus.Counter
 	retried   prometheus.Counter
 	parked    prometheus.Counter
-	st        relayStore
+	db        *store.DB
 	now       func() time.Time
 
 	lagDesc, pendingDesc, parkedDesc *prometheus.Desc
@@ -28,7 +30,7 @@ type Metrics struct {
 
 var _ prometheus.Collector = (*Metrics)(nil)
 
-func newMetrics(reg prometheus.Registerer, st relayStore) (*Metrics, error) {
+func newMetrics(reg prometheus.Registerer, db *store.DB) (*Metrics, error) {
 	m := &Metrics{
 		published: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "retrysafe", Subsystem: "outbox",
 			Name: "published_total", Help: "Outbox events published by this relay."}),
@@ -36,7 +38,7 @@ func newMetrics(reg prometheus.Registerer, st relayStore) (*Metrics, error) {
 			Name: "retried_total", Help: "Publish attempts that failed and will be retried (refusals and broker outages)."}),
 		parked: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "retrysafe", Subsystem: "outbox",
 			Name: "parked_total", Help: "Outbox events parked after too many refusals by this relay."}),
-		st:          st,
+		db:          db,
 		now:         time.Now,
 		lagDesc:     prometheus.NewDesc("retrysafe_outbox_lag_seconds", "Age of the oldest pending outbox event (0 when none is pending).", nil, nil),
 		pendingDesc: prometheus.NewDesc("retrysafe_outbox_pending_events", "Outbox events not yet published (parked ones excluded).", nil, nil),
@@ -71,14 +73,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.parked.Collect(ch)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	oldest, pending, parked, err := m.st.stats(ctx)
+	st, err := readStats(ctx, m.db)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(m.lagDesc, err)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(m.lagDesc, prometheus.GaugeValue, lag(oldest, m.now()))
-	ch <- prometheus.MustNewConstMetric(m.pendingDesc, prometheus.GaugeValue, float64(pending))
-	ch <- prometheus.MustNewConstMetric(m.parkedDesc, prometheus.GaugeValue, float64(parked))
+	ch <- prometheus.MustNewConstMetric(m.lagDesc, prometheus.GaugeValue, lag(st.OldestPending, m.now()))
+	ch <- prometheus.MustNewConstMetric(m.pendingDesc, prometheus.GaugeValue, float64(st.Pending))
+	ch <- prometheus.MustNewConstMetric(m.parkedDesc, prometheus.GaugeValue, float64(st.Parked))
 }
 
 func lag(oldest, now time.Time) float64 {
@@ -92,9 +94,9 @@ func lag(oldest, now time.Time) float64 {
 // the number of pending events and the number of parked ones, read from the
 // database now.
 func (r *Relay) Lag(ctx context.Context) (age time.Duration, pending, parked int64, err error) {
-	oldest, pending, parked, err := r.st.stats(ctx)
+	st, err := readStats(ctx, r.db)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	return time.Duration(lag(oldest, r.cfg.Now()) * float64(time.Second)), pending, parked, nil
+	return time.Duration(lag(st.OldestPending, r.cfg.Now()) * float64(time.Second)), st.Pending, st.Parked, nil
 }

@@ -40,14 +40,13 @@ func ListParked(ctx context.Context, db *store.DB, limit int) ([]ParkedEvent, er
 	if db == nil || limit <= 0 {
 		return nil, errors.New("outbox: ListParked needs a database and a positive limit")
 	}
-	var rows []eventRow
-	if err := db.Gorm.WithContext(ctx).Where("parked_at IS NOT NULL").Order("parked_at, position").
-		Limit(limit).Find(&rows).Error; err != nil {
+	rows, err := db.Driver.Outbox().ListParked(ctx, db.Gorm, store.OutboxListParkedParams{Limit: limit})
+	if err != nil {
 		return nil, db.Classify(err)
 	}
 	out := make([]ParkedEvent, 0, len(rows))
 	for i := range rows {
-		ev, err := rows[i].event()
+		ev, err := eventOf(&rows[i])
 		if err != nil {
 			return nil, err
 		}
@@ -65,13 +64,12 @@ func ListParked(ctx context.Context, db *store.DB, limit int) ([]ParkedEvent, er
 // with a fresh count of attempts; a running relay publishes it. It
 // returns [ErrNotParked] when id names no parked event.
 func Requeue(ctx context.Context, db *store.DB, id uuid.UUID, now time.Time) error {
-	st, err := newRelayStore(db, false)
-	if err != nil {
-		return err
+	if db == nil {
+		return errors.New("outbox: Requeue needs a database")
 	}
-	ok, err := st.requeue(ctx, id.String(), now)
+	ok, err := db.Driver.Outbox().Requeue(ctx, db.Gorm, store.OutboxRequeueParams{ID: id.String(), Now: now})
 	if err != nil {
-		return err
+		return db.Classify(err)
 	}
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotParked, id)
@@ -81,13 +79,18 @@ func Requeue(ctx context.Context, db *store.DB, id uuid.UUID, now time.Time) err
 
 // ReadStats reads the backlog of db's outbox.
 func ReadStats(ctx context.Context, db *store.DB) (Stats, error) {
-	st, err := newRelayStore(db, false)
+	if db == nil {
+		return Stats{}, errors.New("outbox: ReadStats needs a database")
+	}
+	st, err := readStats(ctx, db)
 	if err != nil {
 		return Stats{}, err
 	}
-	oldest, pending, parked, err := st.stats(ctx)
-	if err != nil {
-		return Stats{}, err
-	}
-	return Stats{Pending: pending, Parked: parked, OldestPending: oldest}, nil
+	return Stats{Pending: st.Pending, Parked: st.Parked, OldestPending: st.OldestPending}, nil
+}
+
+// readStats reads the backlog of db's outbox ([store.Outbox.Stats]).
+func readStats(ctx context.Context, db *store.DB) (store.OutboxStats, error) {
+	st, err := db.Driver.Outbox().Stats(ctx, db.Gorm)
+	return st, db.Classify(err)
 }

@@ -132,11 +132,12 @@ func (c Config) withDefaults() (Config, error) {
 // Relay publishes the outbox's pending events through a [Publisher], at
 // least once and in order per aggregate.
 //
-// Several relays may run against one PostgreSQL database (one per API
-// process): each claims a batch with FOR UPDATE SKIP LOCKED and holds it
-// until the batch is settled, and a claim always starts at an aggregate's
-// earliest pending event, so no two relays publish one aggregate at once.
-// On SQLite, run one relay per database.
+// Several relays may run against one PostgreSQL or MariaDB database (one
+// per API process): each claims a batch with FOR UPDATE SKIP LOCKED and
+// holds it until the batch is settled, and a claim always starts at an
+// aggregate's earliest pending event, so no two relays publish one
+// aggregate at once ([store.Outbox.ClaimLocks]). On SQLite, run one relay
+// per database.
 //
 // An event the publisher refuses is retried with exponential backoff, and
 // the aggregate's later events wait behind it. After [Config.MaxAttempts]
@@ -147,7 +148,8 @@ func (c Config) withDefaults() (Config, error) {
 // keep accumulating and nothing is counted against them; the relay retries
 // with backoff and catches up when the broker returns.
 type Relay struct {
-	st      relayStore
+	db      *store.DB
+	ob      store.Outbox
 	pub     Publisher
 	cfg     Config
 	metrics *Metrics
@@ -167,12 +169,9 @@ func NewRelay(db *store.DB, pub Publisher, cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := newRelayStore(db, cfg.Retention > 0)
-	if err != nil {
-		return nil, err
-	}
-	r := &Relay{st: st, pub: pub, cfg: cfg, tracer: cfg.TracerProvider.Tracer("github.com/retrysafe/retrysafe/framework/outbox")}
-	if r.metrics, err = newMetrics(cfg.Registerer, st); err != nil {
+	r := &Relay{db: db, ob: db.Driver.Outbox(), pub: pub, cfg: cfg,
+		tracer: cfg.TracerProvider.Tracer("github.com/retrysafe/retrysafe/framework/outbox")}
+	if r.metrics, err = newMetrics(cfg.Registerer, db); err != nil {
 		return nil, err
 	}
 	r.metrics.now = cfg.Now
@@ -202,8 +201,8 @@ func (r *Relay) RunOnce(ctx context.Context) (RunStats, error) {
 		unavailable error
 	)
 	now := r.cfg.Now()
-	n, err := r.st.withBatch(ctx, now, r.cfg.BatchSize, func(batch []claimedEvent) []settlement {
-		done := make([]settlement, 0, len(batch))
+	n, err := r.withBatch(ctx, now, r.cfg.BatchSize, func(batch []claimedEvent) store.OutboxSettleParams {
+		var done store.OutboxSettleParams
 		blocked := map[[3]string]bool{}
 		for _, ce := range batch {
 			agg := [3]string{ce.event.Tenant, ce.event.AggregateType, ce.event.AggregateID}
@@ -214,19 +213,19 @@ func (r *Relay) RunOnce(ctx context.Context) (RunStats, error) {
 			err := r.publish(ctx, ce.event)
 			switch {
 			case err == nil:
-				done = append(done, settlement{position: ce.position, published: true})
+				done.Published = append(done.Published, ce.position)
 				stats.Published++
 			case errors.Is(err, ErrRefused):
 				blocked[agg] = true
 				attempts := ce.attempts + 1
-				st := settlement{position: ce.position, refused: true, err: truncate(err.Error(), 1000),
-					retryAt: now.Add(r.backoff(attempts)), park: attempts >= r.cfg.MaxAttempts}
-				done = append(done, st)
-				if st.park {
+				st := store.OutboxRefusal{Position: ce.position, Error: truncate(err.Error(), 1000),
+					RetryAt: now.Add(r.backoff(attempts)), Park: attempts >= r.cfg.MaxAttempts}
+				done.Refused = append(done.Refused, st)
+				if st.Park {
 					stats.Parked++
 					r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "outbox event parked",
 						slog.String("event", ce.event.ID.String()), slog.String("type", ce.event.Type),
-						slog.Int("attempts", attempts), slog.String("error", st.err))
+						slog.Int("attempts", attempts), slog.String("error", st.Error))
 				} else {
 					stats.Refused++
 				}
@@ -318,9 +317,9 @@ func (r *Relay) Drain(ctx context.Context) (RunStats, error) {
 // aggregate that was published while it was parked. It returns
 // [ErrNotParked] when id names no parked event.
 func (r *Relay) Requeue(ctx context.Context, id uuid.UUID) error {
-	ok, err := r.st.requeue(ctx, id.String(), r.cfg.Now())
+	ok, err := r.ob.Requeue(ctx, r.db.Gorm, store.OutboxRequeueParams{ID: id.String(), Now: r.cfg.Now()})
 	if err != nil {
-		return err
+		return r.db.Classify(err)
 	}
 	if !ok {
 		return ErrNotParked
@@ -343,9 +342,9 @@ func (r *Relay) CleanupOnce(ctx context.Context) (CleanupStats, error) {
 	var stats CleanupStats
 	cutoff := r.cfg.Now().Add(-r.cfg.Retention)
 	for ctx.Err() == nil {
-		n, err := r.st.deletePublished(ctx, cutoff, r.cfg.CleanupBatchSize)
+		n, err := r.ob.DeletePublished(ctx, r.db.Gorm, store.OutboxDeletePublishedParams{Before: cutoff, Limit: r.cfg.CleanupBatchSize})
 		if err != nil {
-			return stats, err
+			return stats, r.db.Classify(err)
 		}
 		stats.Batches++
 		stats.Deleted += n
@@ -390,10 +389,10 @@ func (r *Relay) vacuumer() func(context.Context) {
 			return
 		}
 		last = time.Now()
-		err := r.st.vacuum(ctx)
+		err := r.ob.Vacuum(ctx, r.db.Gorm)
 		switch {
 		case err == nil || ctx.Err() != nil:
-		case errors.Is(err, errVacuumRefused):
+		case errors.Is(err, store.ErrVacuumRefused):
 			refused = true
 			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "outbox relay may not vacuum outbox_events; autovacuum alone will",
 				slog.String("error", err.Error()))

@@ -56,6 +56,15 @@
 // [ErrUnstorableText]; the framework maps them to 503 unavailable, 409
 // request_in_progress and 400 validation_failed.
 //
+// The transactional outbox's statements are the driver's too
+// ([Driver.Outbox], [Outbox]): one method and one parameter struct per
+// statement, as in river's riverdriver. Package framework/outbox keeps the
+// relay's algorithm and holds no SQL; what every database accepts is
+// written once in the store's internal outboxsql package, which each
+// driver embeds and adds to (on PostgreSQL one statement per event,
+// queued for the COMMIT; a claim that locks its rows on PostgreSQL and
+// MariaDB; the vacuum).
+//
 // The contract every driver passes is the suite in storetest;
 // docs/design-notes.md ("The storage seam") says where each statement
 // lives and how a database is added.
