@@ -24,13 +24,14 @@ import (
 //   - naive-outbox: the naive create plus an outbox row in the same gorm
 //     transaction, drained by a plain polling relay (claim a batch, publish
 //     to a no-op, delete): the work a PUT create does, hand-written.
+//     Every database.
 //   - floor (PostgreSQL): the order, its items and the outbox row sent as one
 //     pgx batch, one round trip and one implicit transaction, with no ORM and
 //     no checks: the limit a create can approach.
 //   - naive-replay: the cheapest correct replay a hand-written middleware
 //     does: SHA-256 of the raw body, one row (tenant, key) → (hash, status,
 //     headers, body) read by primary key, the hash compared, the stored
-//     bytes written.
+//     bytes written. Every database.
 
 // naiveOutboxRow is the naive outbox event.
 type naiveOutboxRow struct {
@@ -96,12 +97,9 @@ func mountBaselines(r *gin.Engine, db *gorm.DB, dialect string,
 	return nil
 }
 
-// runNaiveRelay drains bench_naive_outbox until ctx ends: in one
-// transaction it claims a batch and deletes it in one statement (skipping
-// rows another relay holds, on PostgreSQL), publishes each event to
-// nothing, and commits; a failed publish would roll the delete back. The
-// write comes first so that SQLite takes its write lock at once rather
-// than upgrade a read.
+// runNaiveRelay drains bench_naive_outbox until ctx ends, a batch per
+// transaction (see drainNaiveOutbox): it publishes each event to nothing
+// and deletes it, and a failed publish would roll the delete back.
 func runNaiveRelay(ctx context.Context, db *gorm.DB, dialect string, log *slog.Logger) {
 	wait := relayPoll
 	for {
@@ -123,30 +121,62 @@ func runNaiveRelay(ctx context.Context, db *gorm.DB, dialect string, log *slog.L
 }
 
 // drainNaiveOutbox is one batch of the naive relay; it returns how many
-// events it published.
+// events it published. On PostgreSQL and SQLite one statement claims and
+// deletes the batch (skipping rows another relay holds, on PostgreSQL);
+// the write comes first so that SQLite takes its write lock at once
+// rather than upgrade a read. MariaDB's DELETE can neither skip locked
+// rows nor take its rows from a subquery on its own table with a LIMIT,
+// so there the batch is claimed FOR UPDATE SKIP LOCKED and deleted by ID,
+// in a READ COMMITTED transaction: InnoDB's default, REPEATABLE READ,
+// would lock the gap after the last row too, and hold the creates' new
+// events back until the relay commits.
 func drainNaiveOutbox(ctx context.Context, db *gorm.DB, dialect string) (int, error) {
-	batch := "SELECT id FROM bench_naive_outbox ORDER BY id LIMIT 100"
-	if dialect == "postgres" {
-		batch += " FOR UPDATE SKIP LOCKED"
-	}
 	publish := func(naiveOutboxRow) error { return nil }
-	var n int
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var events []naiveOutboxRow
-		err := tx.Raw("DELETE FROM bench_naive_outbox WHERE id IN (" + batch + ") RETURNING id, tenant_id, type, aggregate_id, payload, created_at").
-			Scan(&events).Error
-		if err != nil {
-			return err
-		}
-		for _, ev := range events {
-			if err := publish(ev); err != nil {
+	var events []naiveOutboxRow
+	var err error
+	if dialect == "mysql" {
+		err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Raw("SELECT id, tenant_id, type, aggregate_id, payload, created_at FROM bench_naive_outbox ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED").
+				Scan(&events).Error; err != nil || len(events) == 0 {
 				return err
 			}
+			ids := make([]int64, len(events))
+			for i, ev := range events {
+				ids[i] = ev.ID
+			}
+			if err := tx.Exec("DELETE FROM bench_naive_outbox WHERE id IN ?", ids).Error; err != nil {
+				return err
+			}
+			return publishAll(events, publish)
+		}, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	} else {
+		batch := "SELECT id FROM bench_naive_outbox ORDER BY id LIMIT 100"
+		if dialect == "postgres" {
+			batch += " FOR UPDATE SKIP LOCKED"
 		}
-		n = len(events)
-		return nil
-	})
-	return n, err
+		err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			err := tx.Raw("DELETE FROM bench_naive_outbox WHERE id IN (" + batch + ") RETURNING id, tenant_id, type, aggregate_id, payload, created_at").
+				Scan(&events).Error
+			if err != nil {
+				return err
+			}
+			return publishAll(events, publish)
+		})
+	}
+	if err != nil {
+		return 0, err
+	}
+	return len(events), nil
+}
+
+// publishAll publishes events in order and stops at the first failure.
+func publishAll(events []naiveOutboxRow, publish func(naiveOutboxRow) error) error {
+	for _, ev := range events {
+		if err := publish(ev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // naiveIdempotency is a hand-written Idempotency-Key middleware over gin
@@ -162,7 +192,9 @@ func naiveIdempotency(db *gorm.DB) gin.HandlerFunc {
 		}
 		sum := sha256.Sum256(raw)
 		var row naiveReplayRow
-		err = db.WithContext(c.Request.Context()).Where("tenant_id = ? AND key = ?", "acme", key).Take(&row).Error
+		// A struct condition, so that gorm quotes key (a reserved word
+		// in MySQL).
+		err = db.WithContext(c.Request.Context()).Where(&naiveReplayRow{TenantID: "acme", Key: key}).Take(&row).Error
 		switch {
 		case err == nil && !bytes.Equal(row.Hash, sum[:]):
 			c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{"error": "key reused with another body"})

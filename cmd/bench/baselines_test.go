@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -17,9 +16,6 @@ import (
 
 func setupBaselines(t *testing.T, dsn string) (*gin.Engine, *gorm.DB, string) {
 	t.Helper()
-	if strings.HasPrefix(dsn, "mysql://") {
-		t.Skip("the bench's baselines do not run on the MySQL family yet")
-	}
 	db, err := store.Open(context.Background(), dsn, store.Config{})
 	if err != nil {
 		t.Fatal(err)

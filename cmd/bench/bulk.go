@@ -13,18 +13,22 @@ import (
 
 	_ "github.com/glebarez/go-sqlite" // database/sql driver "sqlite" for the SQLite bulk loads
 
+	"github.com/retrysafe/retrysafe/framework/store/storemysql"
 	"github.com/retrysafe/retrysafe/resources/transfers"
 )
 
 // Bulk loads for the scale mode and for settling the tables before the
 // rounds: rows go straight into the tables (COPY on PostgreSQL, multi-row
-// INSERTs in large transactions on SQLite), never through HTTP. Only these
-// functions know the tables' columns.
+// INSERTs in large transactions on SQLite and MariaDB), never through
+// HTTP. Only these functions know the tables' columns.
 
 // bulkDB opens the measured database for bulk loads.
 func bulkDB(d *database) (*sql.DB, error) {
-	if d.Dialect == "postgres" {
+	switch d.Dialect {
+	case "postgres":
 		return sql.Open("pgx", d.DSN)
+	case "mysql":
+		return storemysql.OpenDB(d.DSN, 10*time.Second)
 	}
 	db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(d.DSN, "sqlite:")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
 	if err != nil {
@@ -139,8 +143,29 @@ func bulkRecords(ctx context.Context, db *sql.DB, dialect string, n int, tag str
 		})
 }
 
-// analyze refreshes the planner's statistics after a bulk load.
-func analyze(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, "ANALYZE")
-	return err
+// analyze refreshes the planner's statistics of tables after a bulk load
+// (of every table on PostgreSQL and SQLite, where tables is nil).
+func analyze(ctx context.Context, db *sql.DB, dialect string, tables ...string) error {
+	if len(tables) == 0 && dialect != "mysql" {
+		_, err := db.ExecContext(ctx, "ANALYZE")
+		return err
+	}
+	if len(tables) == 0 {
+		tables = []string{"orders", "order_items", "idempotency_records"}
+	}
+	for _, table := range tables {
+		q := "ANALYZE " + table
+		if dialect == "mysql" {
+			// ANALYZE TABLE answers with a result set, a row per table.
+			q = "ANALYZE TABLE " + table
+		}
+		rows, err := db.QueryContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

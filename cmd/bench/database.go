@@ -13,16 +13,18 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for the admin connection
+
+	"github.com/retrysafe/retrysafe/framework/store/storemysql"
 )
 
 // database is where one bench run keeps its data: a fresh PostgreSQL
 // database created on the server of -db and dropped at the end (so that
-// pg_stat_database counts this run's commits and nothing else), or a fresh
-// SQLite file.
+// pg_stat_database counts this run's commits and nothing else), a fresh
+// MariaDB database likewise, or a fresh SQLite file.
 type database struct {
 	DSN     string
 	Dialect string
-	name    string  // the PostgreSQL database's name
+	name    string  // the PostgreSQL or MariaDB database's name
 	admin   *sql.DB // on the -db database, never on the measured one
 	// inspect reads the server's WAL through pg_walinspect, installed in
 	// the measured database (dropped with it); nil where the extension is
@@ -32,7 +34,10 @@ type database struct {
 	// slot is the session holding the temporary replication slot (named
 	// as the database) that keeps the WAL inspect reads; nil without one.
 	slot *sql.Conn
-	dir  string // the SQLite file's temporary folder
+	// innodbWrites: InnoDB's trx_commits_insert_update counter is on
+	// (MariaDB), which writesMark reads.
+	innodbWrites bool
+	dir          string // the SQLite file's temporary folder
 }
 
 func openDatabase(ctx context.Context, dsn string) (*database, error) {
@@ -49,27 +54,21 @@ func openDatabase(ctx context.Context, dsn string) (*database, error) {
 		d.DSN = "sqlite:" + path
 		return d, nil
 	}
+	if strings.HasPrefix(dsn, storemysql.Scheme) {
+		return openMariaDB(ctx, dsn)
+	}
 	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
-		return nil, fmt.Errorf("bench: -db must be sqlite:PATH or a postgres:// URL, not %q", dsn)
+		return nil, fmt.Errorf("bench: -db must be sqlite:PATH, a postgres:// URL or a mysql:// URL, not %q", dsn)
 	}
 	admin, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, err
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "retrysafe_bench_" + hex.EncodeToString(b[:])
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE template0"); err != nil {
-		_ = admin.Close()
-		return nil, fmt.Errorf("bench: create database %s: %w", name, err)
-	}
-	u, err := url.Parse(dsn)
+	name, measured, err := createDatabase(ctx, admin, dsn, "CREATE DATABASE %s TEMPLATE template0")
 	if err != nil {
-		_ = admin.Close()
 		return nil, err
 	}
-	u.Path = "/" + name
-	d := &database{DSN: u.String(), Dialect: "postgres", name: name, admin: admin}
+	d := &database{DSN: measured, Dialect: "postgres", name: name, admin: admin}
 	if inspect, err := sql.Open("pgx", d.DSN); err == nil {
 		inspect.SetMaxIdleConns(0)
 		if _, err := inspect.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect"); err == nil {
@@ -79,6 +78,47 @@ func openDatabase(ctx context.Context, dsn string) (*database, error) {
 			_ = inspect.Close()
 		}
 	}
+	return d, nil
+}
+
+// createDatabase creates a database named retrysafe_bench_ and 12 random
+// hex digits on the server of admin, which is on dsn, with create (a
+// CREATE DATABASE statement whose %s is the name), and returns the name
+// and dsn with its path changed to it. admin is closed when it fails.
+func createDatabase(ctx context.Context, admin *sql.DB, dsn, create string) (name, measured string, err error) {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name = "retrysafe_bench_" + hex.EncodeToString(b[:])
+	u, err := url.Parse(dsn)
+	if err == nil {
+		_, err = admin.ExecContext(ctx, fmt.Sprintf(create, name))
+	}
+	if err != nil {
+		_ = admin.Close()
+		return "", "", fmt.Errorf("bench: create database %s: %w", name, err)
+	}
+	u.Path = "/" + name
+	return name, u.String(), nil
+}
+
+// openMariaDB creates the run's database on the MariaDB server of dsn
+// (utf8mb4 with a binary, no-pad collation, the tables' default: see
+// migrations/mysql) and turns on the InnoDB counter of write transactions
+// (see [database.writesMark]), which stays on.
+func openMariaDB(ctx context.Context, dsn string) (*database, error) {
+	admin, err := storemysql.OpenDB(dsn, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	name, measured, err := createDatabase(ctx, admin, dsn, "CREATE DATABASE %s CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin")
+	if err != nil {
+		return nil, err
+	}
+	d := &database{DSN: measured, Dialect: "mysql", name: name, admin: admin}
+	// Without the right to set it (SUPER), write transactions are not
+	// counted.
+	_, err = admin.ExecContext(ctx, "SET GLOBAL innodb_monitor_enable = '"+innodbWriteCounter+"'")
+	d.innodbWrites = err == nil
 	return d, nil
 }
 
@@ -110,6 +150,10 @@ func (d *database) Close() error {
 		return nil
 	}
 	defer d.admin.Close()
+	if d.Dialect == "mysql" {
+		_, err := d.admin.Exec("DROP DATABASE IF EXISTS " + d.name)
+		return err
+	}
 	if d.inspect != nil {
 		_ = d.inspect.Close()
 	}
@@ -120,14 +164,18 @@ func (d *database) Close() error {
 	return err
 }
 
-// commits returns the transactions committed in the measured database so
-// far, less one per session (each backend commits one of its own while it
-// starts). The caller idles the server's pool first: backends publish
-// their counters as they exit, so this waits for them to exit and for the
-// counters to settle. -1 on SQLite.
+// commits returns the transactions committed so far. On PostgreSQL they
+// are the measured database's, less one per session (each backend commits
+// one of its own while it starts): the caller idles the server's pool
+// first, as backends publish their counters as they exit, and this waits
+// for them to exit and for the counters to settle. On MariaDB they are the
+// server's COMMIT statements ([database.mariaDBCommits]). -1 on SQLite.
 func (d *database) commits(ctx context.Context) (int64, error) {
-	if d.admin == nil {
+	switch d.Dialect {
+	case "sqlite":
 		return -1, nil
+	case "mysql":
+		return d.mariaDBCommits(ctx)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -156,6 +204,75 @@ WHERE datname = $1 AND backend_type = 'client backend'`, d.name).Scan(&backends)
 		time.Sleep(20 * time.Millisecond)
 	}
 	return last, nil
+}
+
+// mariaDBCommits is the server's Com_commit: the COMMIT statements it
+// ran, each the end of an explicit transaction (START TRANSACTION or
+// autocommit off, as database/sql's BeginTx and the store's Write do). It
+// is the counter that counts transactions exactly, one per commit, of the
+// three MariaDB keeps: Handler_commit counts an engine's commit of every
+// statement too (START TRANSACTION, two INSERTs, COMMIT add 3), and
+// InnoDB's trx_*_commits counters (INFORMATION_SCHEMA.INNODB_METRICS) are
+// incremented without synchronization, so that two commits at once on two
+// cores can count one. Com_commit is kept per session and summed over the
+// sessions when read, live, so no pool needs idling. It does not count a
+// lone statement in autocommit (a replay's or a GET's SELECT: 0 commits,
+// where PostgreSQL's xact_commit counts 1), and it is the server's, all
+// databases': run the bench on a server of its own.
+func (d *database) mariaDBCommits(ctx context.Context) (int64, error) {
+	var name string
+	var n int64
+	err := d.admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Com_commit'").Scan(&name, &n)
+	return n, err
+}
+
+// innodbWriteCounter is InnoDB's count of committed transactions that
+// wrote (an insert, update or delete: an undo log), off by default.
+const innodbWriteCounter = "trx_commits_insert_update"
+
+// writeMark is where the count of write transactions stood: a WAL insert
+// position on PostgreSQL, InnoDB's counter of write transactions on
+// MariaDB. The zero writeMark is unmeasured (SQLite, PostgreSQL without
+// pg_walinspect, MariaDB without the right to turn the counter on).
+type writeMark struct {
+	lsn string
+	n   int64
+	ok  bool
+}
+
+// writesMark returns the count's current mark. On MariaDB it reads
+// innodbWriteCounter: the transactions that wrote, each a commit that
+// waits for its redo log flush (innodb_flush_log_at_trx_commit=1), as a
+// commit record in PostgreSQL's WAL. A rolled-back write counts too
+// (InnoDB ends a rollback by committing the undone transaction), the
+// counter is the server's, and it is incremented without synchronization,
+// so two commits at once could count one: it is a figure, Com_commit the
+// exact count.
+func (d *database) writesMark(ctx context.Context) (writeMark, error) {
+	switch {
+	case d.Dialect == "mysql" && d.innodbWrites:
+		var n int64
+		var on bool
+		err := d.admin.QueryRowContext(ctx, "SELECT count, enabled FROM information_schema.INNODB_METRICS WHERE name = ?",
+			innodbWriteCounter).Scan(&n, &on)
+		return writeMark{n: n, ok: on}, err
+	case d.Dialect == "postgres":
+		lsn, err := d.walPosition(ctx)
+		return writeMark{lsn: lsn, ok: lsn != ""}, err
+	}
+	return writeMark{}, nil
+}
+
+// writesBetween counts the write transactions committed between two
+// marks, -1 when not measured.
+func (d *database) writesBetween(ctx context.Context, from, to writeMark) (int64, error) {
+	switch {
+	case !from.ok || !to.ok:
+		return -1, nil
+	case d.Dialect == "mysql":
+		return to.n - from.n, nil
+	}
+	return d.walCommits(ctx, from.lsn, to.lsn)
 }
 
 // walPosition returns the server's WAL insert position, once flushed (""

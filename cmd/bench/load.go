@@ -45,10 +45,11 @@ type sample struct {
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	Latencies []time.Duration
 	Commits   int64 `json:"commits"` // -1 when not measured
-	// WALCommits counts commit records in the WAL: write transactions.
+	// WALCommits counts write transactions: commit records in the WAL
+	// on PostgreSQL, InnoDB's on MariaDB.
 	WALCommits int64   `json:"wal_commits"` // -1 when not measured
 	CPU        float64 `json:"cpu_s"`       // server CPU seconds, -1 when not measured
-	PGCPU      float64 `json:"pg_cpu_s"`    // PostgreSQL CPU seconds, -1 when not measured
+	DBCPU      float64 `json:"db_cpu_s"`    // database server CPU seconds, -1 when not measured
 	Hot        *hotCounts
 	Statuses   map[int]int `json:"statuses"`
 }
@@ -160,7 +161,7 @@ func (l *loader) run(ctx context.Context, sc *scenario, runID string, d time.Dur
 		})
 	}
 	wg.Wait()
-	s := &sample{Elapsed: time.Since(start), Commits: -1, WALCommits: -1, CPU: -1, PGCPU: -1, Statuses: map[int]int{}}
+	s := &sample{Elapsed: time.Since(start), Commits: -1, WALCommits: -1, CPU: -1, DBCPU: -1, Statuses: map[int]int{}}
 	for _, p := range parts {
 		if p.err != nil {
 			return nil, fmt.Errorf("bench: %s: %w", sc.name, p.err)

@@ -10,12 +10,14 @@
 //	go run ./cmd/bench                                  # SQLite, every scenario
 //	go run ./cmd/bench -db 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //	    -c 32 -d 3s -rounds 3 -server-proc -json bench.json -chart docs/bench.svg
+//	go run ./cmd/bench -db 'mysql://root@127.0.0.1:3306/test' -c 32 -d 3s -rounds 3 -server-proc
 //	go run ./cmd/bench -db postgres://… -scale          # 0, 100k and 1M rows
 //	go run ./cmd/bench -db postgres://… -soak 5m        # mixed load, RSS and goroutines
 //
-// On PostgreSQL the bench creates a database of its own next to the one
-// -db names and drops it at the end, so that pg_stat_database's commit
-// counter is this run's alone. Rounds interleave the scenarios and every
+// On PostgreSQL and MariaDB the bench creates a database of its own next
+// to the one -db names and drops it at the end; on PostgreSQL so that
+// pg_stat_database's commit counter is this run's alone (MariaDB's
+// counters, Com_commit and InnoDB's, are the server's). Rounds interleave the scenarios and every
 // figure is the median over the rounds, so ratios hold on a noisy machine.
 // -server-proc runs the server in a child process (this binary's "serve"
 // mode) so that its CPU per request is the server's alone; otherwise the
@@ -77,13 +79,13 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.db, "db", "", `database: "sqlite:PATH" or a postgres:// URL (default: a temporary SQLite file)`)
+	fs.StringVar(&o.db, "db", "", `database: "sqlite:PATH", a postgres:// URL or a mysql:// URL (MariaDB) (default: a temporary SQLite file)`)
 	fs.IntVar(&o.clients, "c", 32, "concurrent clients")
 	fs.DurationVar(&o.duration, "d", 3*time.Second, "duration of one scenario in one round")
 	fs.IntVar(&o.rounds, "rounds", 3, "interleaved rounds; figures are medians over them")
 	fs.StringVar(&o.scenarios, "scenarios", "", "comma-separated scenarios to run (default all)")
 	fs.IntVar(&o.prefill, "prefill", 200, "resources created before the rounds for each replay or read scenario")
-	fs.IntVar(&o.pool, "pool", 0, "database pool size of the server (default 32 on PostgreSQL, as the baselines; the store's default on SQLite)")
+	fs.IntVar(&o.pool, "pool", 0, "database pool size of the server (default 32 on PostgreSQL and MariaDB, as the baselines; the store's default on SQLite)")
 	fs.BoolVar(&o.serverProc, "server-proc", false, "run the server as a child process (server CPU alone)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the server to this file")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
@@ -122,7 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	if o.pool == 0 && db.Dialect == "postgres" {
+	if o.pool == 0 && db.Dialect != "sqlite" {
 		o.pool = 32
 	}
 
@@ -149,7 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer srv.Close()
 
 	b := &bench{o: o, db: db, srv: srv, load: newLoader(srv.URL(), o.clients), stdout: stdout, stderr: stderr,
-		nonce: strconv.FormatInt(time.Now().UnixNano(), 36), pgCPU: db.Dialect == "postgres" && localPostgres(db.DSN)}
+		nonce: strconv.FormatInt(time.Now().UnixNano(), 36), dbCPU: serverProcesses[db.Dialect] != nil && localServer(db.DSN)}
 	st, err := b.stats(ctx)
 	if err != nil {
 		return err
@@ -204,9 +206,9 @@ type bench struct {
 	// database never share one.
 	nonce string
 	runs  int
-	// pgCPU: the PostgreSQL server runs on this machine, whose /proc
-	// gives its processes' CPU.
-	pgCPU bool
+	// dbCPU: the database server (PostgreSQL or MariaDB) runs on this
+	// machine, whose /proc gives its processes' CPU.
+	dbCPU bool
 }
 
 func (b *bench) newBar(total int, what string) *progressbar.ProgressBar {
@@ -267,7 +269,9 @@ const settleRows = 10000
 // table with rows makes the primary key the clear choice and invalidates
 // the plans made before it; of an empty table it would favour a sequential
 // scan, so orders are bulk-loaded first (tenant "scale", as the scale
-// mode's).
+// mode's). On MariaDB InnoDB recomputes a table's persistent statistics
+// by itself once a tenth of its rows changed; ANALYZE TABLE computes them
+// at once, so that both databases plan on the same 10,000 orders.
 func (b *bench) settle(ctx context.Context) error {
 	bulk, err := bulkDB(b.db)
 	if err != nil {
@@ -277,12 +281,7 @@ func (b *bench) settle(ctx context.Context) error {
 	if err := bulkOrders(ctx, bulk, b.db.Dialect, settleRows); err != nil {
 		return err
 	}
-	for _, table := range []string{"orders", "order_items"} {
-		if _, err := bulk.ExecContext(ctx, "ANALYZE "+table); err != nil {
-			return err
-		}
-	}
-	return nil
+	return analyze(ctx, bulk, b.db.Dialect, "orders", "order_items")
 }
 
 // measure runs sc once for d and attaches the server's CPU and, on
@@ -292,7 +291,7 @@ func (b *bench) measure(ctx context.Context, sc *scenario, d time.Duration) (*sa
 	if err != nil {
 		return nil, err
 	}
-	wal0, err := b.db.walPosition(ctx)
+	w0, err := b.db.writesMark(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -300,17 +299,17 @@ func (b *bench) measure(ctx context.Context, sc *scenario, d time.Duration) (*sa
 	if err != nil {
 		return nil, err
 	}
-	var pg0 pgTicks
-	if b.pgCPU {
-		pg0 = postgresTicks()
+	var db0 procTicks
+	if b.dbCPU {
+		db0 = serverTicks(serverProcesses[b.db.Dialect])
 	}
 	b.runs++
 	s, err := b.load.run(ctx, sc, b.nonce+"r"+strconv.Itoa(b.runs), d)
 	if err != nil {
 		return nil, err
 	}
-	if pg0 != nil {
-		s.PGCPU = postgresTicks().since(pg0)
+	if db0 != nil {
+		s.DBCPU = serverTicks(serverProcesses[b.db.Dialect]).since(db0)
 	}
 	st1, err := b.stats(ctx)
 	if err != nil {
@@ -324,22 +323,24 @@ func (b *bench) measure(ctx context.Context, sc *scenario, d time.Duration) (*sa
 	if c0 >= 0 {
 		s.Commits = c1 - c0
 	}
-	wal1, err := b.db.walPosition(ctx)
+	w1, err := b.db.writesMark(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if s.WALCommits, err = b.db.walCommits(ctx, wal0, wal1); err != nil {
+	if s.WALCommits, err = b.db.writesBetween(ctx, w0, w1); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
+// commits reads the commit counter, -1 on SQLite. PostgreSQL publishes
+// a backend's counters as it exits, so the server's pool is idled first;
+// MariaDB's counters are live.
 func (b *bench) commits(ctx context.Context) (int64, error) {
-	if b.db.Dialect != "postgres" {
-		return -1, nil
-	}
-	if err := b.post(ctx, "/_bench/idle", nil); err != nil {
-		return 0, err
+	if b.db.Dialect == "postgres" {
+		if err := b.post(ctx, "/_bench/idle", nil); err != nil {
+			return 0, err
+		}
 	}
 	return b.db.commits(ctx)
 }
@@ -394,8 +395,8 @@ func summarize(scs []*scenario, samples [][]*sample) []Result {
 	}
 	out := make([]Result, len(scs))
 	for i, sc := range scs {
-		r := Result{Scenario: sc.name, About: sc.about, CommitsPerRequest: -1, WALCommitsPerRequest: -1, CPUPerRequestUs: -1, PGCPUPerRequestUs: -1}
-		var rps, p50, p99, commits, walCommits, cpu, pgCPU []float64
+		r := Result{Scenario: sc.name, About: sc.about, CommitsPerRequest: -1, WALCommitsPerRequest: -1, CPUPerRequestUs: -1, DBCPUPerRequestUs: -1}
+		var rps, p50, p99, commits, walCommits, cpu, dbCPU []float64
 		for _, s := range samples[i] {
 			rps = append(rps, s.reqPerSec())
 			p50 = append(p50, percentile(s.Latencies, 0.50))
@@ -409,14 +410,14 @@ func summarize(scs []*scenario, samples [][]*sample) []Result {
 			if s.CPU >= 0 && s.Requests > 0 {
 				cpu = append(cpu, s.CPU*1e6/float64(s.Requests))
 			}
-			if s.PGCPU >= 0 && s.Requests > 0 {
-				pgCPU = append(pgCPU, s.PGCPU*1e6/float64(s.Requests))
+			if s.DBCPU >= 0 && s.Requests > 0 {
+				dbCPU = append(dbCPU, s.DBCPU*1e6/float64(s.Requests))
 			}
 			r.Requests += s.Requests
 			r.Non2xx += s.Non2xx
 			r.Rounds = append(r.Rounds, Round{ReqPerSec: s.reqPerSec(), P50Ms: percentile(s.Latencies, 0.5),
 				P99Ms: percentile(s.Latencies, 0.99), Requests: s.Requests, Non2xx: s.Non2xx, Statuses: s.Statuses,
-				Commits: s.Commits, WALCommits: s.WALCommits, CPUSeconds: s.CPU, PGCPUSeconds: s.PGCPU})
+				Commits: s.Commits, WALCommits: s.WALCommits, CPUSeconds: s.CPU, DBCPUSeconds: s.DBCPU})
 			if s.Hot != nil {
 				if r.HotKey == nil {
 					r.HotKey = &hotCounts{}
@@ -438,8 +439,8 @@ func summarize(scs []*scenario, samples [][]*sample) []Result {
 		if len(cpu) > 0 {
 			r.CPUPerRequestUs = median(cpu)
 		}
-		if len(pgCPU) > 0 {
-			r.PGCPUPerRequestUs = median(pgCPU)
+		if len(dbCPU) > 0 {
+			r.DBCPUPerRequestUs = median(dbCPU)
 		}
 		for _, base := range sc.baselines() {
 			if b, ok := ran[base]; ok {
@@ -475,12 +476,19 @@ func machine(ctx context.Context, db *database) Machine {
 			}
 		}
 	}
-	if db.admin != nil {
-		var v string
+	var v string
+	switch db.Dialect {
+	case "postgres":
 		if err := db.admin.QueryRowContext(ctx, "SHOW server_version").Scan(&v); err == nil {
 			m.Database = "PostgreSQL " + v
 		}
-	} else {
+	case "mysql":
+		// 10.11.19-MariaDB-0+deb12u1: the version, then the build.
+		if err := db.admin.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err == nil {
+			version, _, _ := strings.Cut(v, "-")
+			m.Database = "MariaDB " + version
+		}
+	default:
 		m.Database = "SQLite (modernc.org/sqlite, WAL)"
 	}
 	return m

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/glebarez/sqlite"
 	"github.com/google/uuid"
+	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -91,6 +92,8 @@ func newNaive(pool *sql.DB, dialect string) (*gin.Engine, *gorm.DB, error) {
 		dialector = postgres.New(postgres.Config{Conn: pool})
 	case "sqlite":
 		dialector = sqlite.Dialector{Conn: pool}
+	case "mysql":
+		dialector = mysql.New(mysql.Config{Conn: pool})
 	default:
 		return nil, nil, errors.New("bench: unknown dialect " + dialect)
 	}

@@ -68,17 +68,22 @@ type Result struct {
 	Requests    int     `json:"requests"`
 	Non2xx      int     `json:"non_2xx"`
 	AllowNon2xx bool    `json:"non_2xx_allowed"`
-	// CommitsPerRequest is from pg_stat_database: every transaction,
-	// a read-only statement outside one included; -1 on SQLite.
+	// CommitsPerRequest is from pg_stat_database on PostgreSQL (every
+	// transaction, a read-only statement outside one included) and
+	// Com_commit on MariaDB (every COMMIT, a statement in autocommit not
+	// included); -1 on SQLite.
 	CommitsPerRequest float64 `json:"commits_per_request"`
-	// WALCommitsPerRequest counts the commit records in the WAL: the
-	// transactions that wrote. -1 on SQLite or without pg_walinspect.
+	// WALCommitsPerRequest counts the transactions that wrote: the commit
+	// records in the WAL on PostgreSQL, InnoDB's trx_commits_insert_update
+	// on MariaDB. -1 on SQLite, without pg_walinspect, or without the
+	// right to turn the InnoDB counter on.
 	WALCommitsPerRequest float64 `json:"wal_commits_per_request"`
 	// CPUPerRequestUs is CPU microseconds per request of config.cpu_scope.
 	CPUPerRequestUs float64 `json:"cpu_us_per_request"`
-	// PGCPUPerRequestUs is the CPU microseconds per request of every
-	// PostgreSQL process on this machine; -1 on SQLite or a remote server.
-	PGCPUPerRequestUs float64    `json:"pg_cpu_us_per_request"`
+	// DBCPUPerRequestUs is the CPU microseconds per request of the
+	// database server's processes on this machine (every PostgreSQL
+	// process, or mariadbd); -1 on SQLite or a remote server.
+	DBCPUPerRequestUs float64    `json:"db_cpu_us_per_request"`
 	HotKey            *hotCounts `json:"hot_key,omitempty"`
 	Rounds            []Round    `json:"rounds"`
 }
@@ -127,7 +132,7 @@ type Round struct {
 	Commits      int64       `json:"commits"`
 	WALCommits   int64       `json:"wal_commits"`
 	CPUSeconds   float64     `json:"cpu_s"`
-	PGCPUSeconds float64     `json:"pg_cpu_s"`
+	DBCPUSeconds float64     `json:"db_cpu_s"`
 }
 
 func printTable(w io.Writer, rep *Report) {
@@ -135,9 +140,9 @@ func printTable(w io.Writer, rep *Report) {
 		rep.Machine.CPUModel, rep.Machine.CPUs, rep.Machine.GOARCH, rep.Machine.Go, rep.Machine.Database,
 		rep.Config.Clients, rep.Config.Duration, rep.Config.Rounds, rep.Config.Pool, rep.Config.CPUScope)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\t× naive, rounds\t× naive, medians\tp50 ms\tp99 ms\tnon-2xx\tcommits/req\twrites/req\tCPU µs/req\tPG CPU µs/req\t")
+	fmt.Fprintln(tw, "scenario\treq/s\t× naive, rounds\t× naive, medians\tp50 ms\tp99 ms\tnon-2xx\tcommits/req\twrites/req\tCPU µs/req\tDB CPU µs/req\t")
 	for _, r := range rep.Results {
-		rounds, medians, commits, writes, cpu, pgCPU := "-", "-", "-", "-", "-", "-"
+		rounds, medians, commits, writes, cpu, dbCPU := "-", "-", "-", "-", "-", "-"
 		if x, ok := r.against("naive"); ok {
 			rounds, medians = fmt.Sprintf("%.2f", x.MedianOfRounds), fmt.Sprintf("%.2f", x.OfMedians)
 		}
@@ -150,10 +155,10 @@ func printTable(w io.Writer, rep *Report) {
 		if r.CPUPerRequestUs >= 0 {
 			cpu = fmt.Sprintf("%.0f", r.CPUPerRequestUs)
 		}
-		if r.PGCPUPerRequestUs >= 0 {
-			pgCPU = fmt.Sprintf("%.0f", r.PGCPUPerRequestUs)
+		if r.DBCPUPerRequestUs >= 0 {
+			dbCPU = fmt.Sprintf("%.0f", r.DBCPUPerRequestUs)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.ReqPerSec, rounds, medians, r.P50Ms, r.P99Ms, r.Non2xx, commits, writes, cpu, pgCPU)
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.ReqPerSec, rounds, medians, r.P50Ms, r.P99Ms, r.Non2xx, commits, writes, cpu, dbCPU)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "\n× naive, rounds: the median over the rounds of req/s ÷ naive's req/s in the same round.")
@@ -174,6 +179,9 @@ func printTable(w io.Writer, rep *Report) {
 		}
 	}
 	_ = tw.Flush()
+	if likeForLike && rep.Config.Dialect != "postgres" {
+		fmt.Fprintf(w, "floor is one pgx batch, PostgreSQL only by nature: not run on %s.\n", rep.Machine.Database)
+	}
 	for _, r := range rep.Results {
 		if h := r.HotKey; h != nil {
 			fmt.Fprintf(w, "\nhot-key: %d keys, %d first effects, %d replays, %d × 409 request_in_progress, %d other answers (target 0)\n",

@@ -69,7 +69,7 @@ func (b *bench) runScale(ctx context.Context) (*ScaleReport, error) {
 			if err := bulkRecords(ctx, bulk, b.db.Dialect, size-loaded, fmt.Sprintf("live-%s-%d", b.nonce, size), time.Now().Add(24*time.Hour)); err != nil {
 				return nil, err
 			}
-			if err := analyze(ctx, bulk); err != nil {
+			if err := analyze(ctx, bulk, b.db.Dialect); err != nil {
 				return nil, err
 			}
 			loaded = size
@@ -104,7 +104,7 @@ func (b *bench) runScale(ctx context.Context) (*ScaleReport, error) {
 		if err := bulkRecords(ctx, bulk, b.db.Dialect, b.o.janitor, "expired-"+b.nonce, time.Now().Add(-time.Hour)); err != nil {
 			return nil, err
 		}
-		if err := analyze(ctx, bulk); err != nil {
+		if err := analyze(ctx, bulk, b.db.Dialect); err != nil {
 			return nil, err
 		}
 		_ = bar.Add(1)

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 )
 
@@ -12,9 +13,18 @@ import (
 // every Linux architecture Go supports).
 const userHZ = 100
 
-// localPostgres reports whether the PostgreSQL server of dsn runs on this
+// serverProcesses names the processes of each dialect's database server:
+// PostgreSQL's backends and background workers (WAL writer, checkpointer,
+// autovacuum) are processes named postgres; MariaDB is one process,
+// mariadbd (mysqld before 10.5), with a thread per connection.
+var serverProcesses = map[string][]string{
+	"postgres": {"postgres"},
+	"mysql":    {"mariadbd", "mysqld"},
+}
+
+// localServer reports whether the database server of dsn runs on this
 // machine, where its processes' CPU can be read from /proc.
-func localPostgres(dsn string) bool {
+func localServer(dsn string) bool {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return false
@@ -28,14 +38,14 @@ func localPostgres(dsn string) bool {
 	return err == nil
 }
 
-// pgTicks is the CPU time (in USER_HZ ticks) used so far by each process
-// named postgres on this machine: the server's backends and its background
-// workers (WAL writer, checkpointer, autovacuum).
-type pgTicks map[string]int64
+// procTicks is the CPU time (in USER_HZ ticks) used so far by each process
+// of the database server on this machine.
+type procTicks map[string]int64
 
-func postgresTicks() pgTicks {
+// serverTicks reads the CPU time of the processes named one of names.
+func serverTicks(names []string) procTicks {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	out := pgTicks{}
+	out := procTicks{}
 	for _, path := range stats {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -44,7 +54,7 @@ func postgresTicks() pgTicks {
 		// pid (comm) state ppid … utime stime: comm may hold spaces, so
 		// the fields are counted from its closing parenthesis.
 		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || end < open || string(b[open+1:end]) != "postgres" {
+		if open < 0 || end < open || !slices.Contains(names, string(b[open+1:end])) {
 			continue
 		}
 		f := bytes.Fields(b[end+1:])
@@ -63,7 +73,7 @@ func postgresTicks() pgTicks {
 // since is the CPU seconds the processes of now used after before: a
 // process that started meanwhile counts whole, one that exited meanwhile
 // takes its share with it (the bench's pool keeps its backends open).
-func (now pgTicks) since(before pgTicks) float64 {
+func (now procTicks) since(before procTicks) float64 {
 	var ticks int64
 	for pid, t := range now {
 		ticks += max(t-before[pid], 0)
