@@ -1,14 +1,11 @@
 package postkeys_test
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/retrysafe/retrysafe/internal/sourcecheck"
 )
 
 // TestImportsTheCoreNotThePUTEngine fails when the POST fallback depends,
@@ -30,7 +27,8 @@ func TestImportsTheCoreNotThePUTEngine(t *testing.T) {
 			core = true
 		case strings.HasPrefix(dep, "github.com/retrysafe/retrysafe/framework/collection"),
 			strings.HasPrefix(dep, "github.com/retrysafe/retrysafe/framework/store/store"),
-			strings.HasPrefix(dep, "github.com/jackc/"), strings.HasPrefix(dep, "github.com/glebarez/"):
+			strings.HasPrefix(dep, "github.com/jackc/"), strings.HasPrefix(dep, "github.com/glebarez/"),
+			strings.HasPrefix(dep, "github.com/go-sql-driver/"):
 			t.Errorf("fallback/postkeys depends on %s", dep)
 		}
 	}
@@ -46,37 +44,5 @@ func TestImportsTheCoreNotThePUTEngine(t *testing.T) {
 // without touching the adapter.
 func TestHoldsNoRecordSQL(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
-	fset := token.NewFileSet()
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checked++
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.BasicLit:
-				if v, err := strconv.Unquote(n.Value); n.Kind == token.STRING && err == nil &&
-					(strings.Contains(v, "idempotency_records") || strings.Contains(v, "idempotency_resolutions")) {
-					t.Errorf("%s: SQL of the records' tables: %.60q", fset.Position(n.Pos()), v)
-				}
-			case *ast.SelectorExpr:
-				if inner, ok := n.X.(*ast.SelectorExpr); ok && n.Sel.Name == "Name" && inner.Sel.Name == "Driver" {
-					t.Errorf("%s: reads Driver.Name(): a spelling per database belongs to its driver", fset.Position(n.Pos()))
-				}
-			}
-			return true
-		})
-	}
-	if checked < 10 {
-		t.Fatalf("checked %d files: the package's sources were not found", checked)
-	}
+	sourcecheck.NoSQL(t, 10, []string{"idempotency_records", "idempotency_resolutions"}, []string{"Driver"})
 }
