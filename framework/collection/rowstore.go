@@ -264,8 +264,9 @@ type anyKeyConflicts interface {
 	SkipsAnyUniqueConflict() bool
 }
 
-// Create is pipelined on PostgreSQL ([pipeline.Later]): with the child rows
-// and the creation hook's writes, a create is one round trip. Its INSERT
+// Create is pipelined on PostgreSQL and on a MariaDB pool that batches
+// ([pipeline.Later]): with the child rows and the creation hook's writes,
+// a create is one round trip. Its INSERT
 // is spelled once per model type (insertPlan), not by gorm per request.
 func (s gormRowStore) Create(ctx context.Context, db *gorm.DB, p InsertRowParams) error {
 	if queued, err := laterInsert(ctx, db, p.Table, p.Row, s.driver.Classify); queued || err != nil {
@@ -486,7 +487,8 @@ func (s gormRowStore) PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgePa
 	return res.RowsAffected == 1, res.Error
 }
 
-// InsertChildren is pipelined on PostgreSQL ([pipeline.Later]): nothing reads
+// InsertChildren is pipelined on PostgreSQL and on a MariaDB pool that
+// batches ([pipeline.Later]): nothing reads
 // the insert's answer, so it travels with the transaction's next statement
 // or its COMMIT, and a violation is reported there, wrapped the same way.
 // Like Create's, its INSERT is spelled once per model type.

@@ -85,8 +85,9 @@ func Write(ctx context.Context, tx *gorm.DB, events ...Event) ([]Event, error) {
 }
 
 // Append is [Write] for a caller that does not need the events back (their
-// sequence numbers): on PostgreSQL, in a transaction of [store.DB.Write],
-// each event's insert is pipelined with the transaction's next statement or
+// sequence numbers): on PostgreSQL (and on MariaDB through a pool that
+// batches), in a transaction of [store.DB.Write], each event's insert is
+// pipelined with the transaction's next statement or
 // its COMMIT instead of costing a round trip of its own, and its error is
 // reported there.
 func Append(ctx context.Context, tx *gorm.DB, events ...Event) error {

@@ -46,8 +46,11 @@ type Driver interface {
 	DefaultMaxOpenConns() int
 	// Check is [New]'s start-up check of what the framework cannot set
 	// per transaction (a server version, a journal mode); it fails with
-	// [ErrMisconfigured] and what to change.
-	Check(ctx context.Context, db *gorm.DB) error
+	// [ErrMisconfigured] and what to change. It returns the driver New
+	// keeps for db: itself, or itself set up for what it found on db's
+	// pool (storemysql batches a transaction's statements on a pool that
+	// allows it), as river binds its driver to one pool.
+	Check(ctx context.Context, db *gorm.DB) (Driver, error)
 	// Now is the database clock as an SQL expression, for the times that
 	// processes whose clocks disagree must judge alike. Scan its value
 	// into a [DatabaseTime].

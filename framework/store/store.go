@@ -127,9 +127,11 @@ func New(ctx context.Context, gdb *gorm.DB, cfg Config) (*DB, error) {
 	if err := sqlDB.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("store: ping: %w", classify(d, err))
 	}
-	if err := d.Check(ctx, gdb); err != nil {
+	bound, err := d.Check(ctx, gdb)
+	if err != nil {
 		return nil, classify(d, err)
 	}
+	d = bound
 	return &DB{Gorm: gdb, Driver: d, lockTimeout: cfg.LockTimeout, statementTimeout: cfg.StatementTimeout,
 		tracer: cfg.TracerProvider.Tracer(tracerName)}, nil
 }

@@ -1,6 +1,7 @@
 // Package pipeline queues the writes of a store.DB.Write transaction whose
 // answer nothing needs, so that they travel with the transaction's next
-// statement (one round trip) on a driver that pipelines (storepg). On any
+// statement (one round trip) on a driver that pipelines (storepg, and
+// storemysql on a pool that batches). On any
 // other transaction each function runs its statement at once, through
 // gorm, with the same result. It is internal: resources and applications
 // use plain gorm on the transaction they are given.
@@ -21,8 +22,9 @@ import (
 )
 
 // Tx is what a driver's transaction connection (store.Tx) implements to
-// pipeline. Its SQL is the driver's own, with numbered placeholders ($1,
-// $2, …).
+// pipeline (storepg; storemysql on a pool that batches). Its SQL is the
+// driver's own; Queue takes numbered placeholders ($1, $2, …), which
+// LaterSQL passes, and the driver's own.
 type Tx interface {
 	// Queue adds a statement to be sent with the transaction's next round
 	// trip; its error, passed through wrap when set, is reported by that
@@ -94,8 +96,8 @@ func Later(tx *gorm.DB, build func(*gorm.DB) *gorm.DB, wrap func(error) error) e
 	return nil
 }
 
-// LaterSQL queues sql, in the driver's SQL with numbered placeholders, and
-// args on tx, a transaction for which [Pipelined] reports true, so that a
+// LaterSQL queues sql, in the driver's SQL with numbered placeholders (or
+// the driver's own, in a driver's own statements), and args on tx, a transaction for which [Pipelined] reports true, so that a
 // hot write costs no gorm statement. Anywhere else it queues nothing and
 // returns an error.
 func LaterSQL(tx *gorm.DB, sql string, args []any, wrap func(error) error) error {
@@ -193,17 +195,10 @@ func NumberPlaceholders(sql string) string {
 	var b strings.Builder
 	b.Grow(len(sql) + 8)
 	n := 0
-	var quote byte
+	var q quoting
 	for i := 0; i < len(sql); i++ {
 		c := sql[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '?':
+		if !q.quoted(c, `'"`) && c == '?' {
 			n++
 			b.WriteByte('$')
 			b.WriteString(strconv.Itoa(n))
@@ -212,6 +207,75 @@ func NumberPlaceholders(sql string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// QuestionMarks is the inverse of [NumberPlaceholders], for a driver whose
+// placeholders are ? (storemysql): sql's $1, $2, … become ?, with args in
+// the order of the ?s (a number used twice, its argument twice). sql
+// without them is returned as it is. A $ inside a quoted string or
+// identifier, or within a name (MySQL allows cost$1 unquoted), is left
+// alone, as is a number no argument has.
+func QuestionMarks(sql string, args []any) (string, []any) {
+	if !strings.Contains(sql, "$") {
+		return sql, args
+	}
+	var b strings.Builder
+	b.Grow(len(sql))
+	ordered := make([]any, 0, len(args))
+	inOrder := true
+	var q quoting
+	for i := 0; i < len(sql); i++ {
+		c := sql[i]
+		if !q.quoted(c, "'\"`") && c == '$' && i+1 < len(sql) && isDigit(sql[i+1]) && (i == 0 || !nameByte(sql[i-1])) {
+			j := i + 1
+			for j < len(sql) && isDigit(sql[j]) {
+				j++
+			}
+			if n, _ := strconv.Atoi(sql[i+1 : j]); n >= 1 && n <= len(args) {
+				if n != len(ordered)+1 {
+					inOrder = false
+				}
+				ordered = append(ordered, args[n-1])
+				b.WriteByte('?')
+			} else {
+				b.WriteString(sql[i:j])
+			}
+			i = j - 1
+			continue
+		}
+		b.WriteByte(c)
+	}
+	if inOrder && len(ordered) == len(args) {
+		ordered = args
+	}
+	return b.String(), ordered
+}
+
+// quoting follows SQL text byte by byte through its quoted strings and
+// identifiers.
+type quoting struct{ quote byte }
+
+// quoted reports whether c, the next byte, is part of a quoted string or
+// identifier (its quotes included) opened by one of quotes.
+func (q *quoting) quoted(c byte, quotes string) bool {
+	switch {
+	case q.quote != 0:
+		if c == q.quote {
+			q.quote = 0
+		}
+		return true
+	case strings.IndexByte(quotes, c) >= 0:
+		q.quote = c
+		return true
+	}
+	return false
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// nameByte reports whether c may be part of an unquoted SQL name.
+func nameByte(c byte) bool {
+	return c == '_' || c == '$' || isDigit(c) || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }
 
 // hasHooks reports whether gorm runs model hooks on a write of s.

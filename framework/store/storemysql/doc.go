@@ -25,4 +25,16 @@
 // session's own values restored when it ends; a deadlock (1213) or a lock
 // wait past the timeout (1205) is [store.ErrLockTimeout]. The database
 // clock is UTC_TIMESTAMP(6).
+//
+// On a pool that takes several statements in one query with its
+// placeholders filled in on the client (multiStatements=true and
+// interpolateParams=true: [Driver.Open]'s pool, or an application's DSN
+// that adds both), a write transaction pipelines as on PostgreSQL: its
+// begin, the writes the framework queues (a new row, its child rows, the
+// outbox event) and its COMMIT go out as one multi-statement query, so a
+// PUT create is a read and one round trip, and a transaction that wrote
+// nothing sends nothing. MySQL stops such a query at its first failing
+// statement; a mark set before each statement tells which one failed, so
+// that its error is reported as that statement's. On any other pool each
+// statement is a round trip of its own, with the same results.
 package storemysql

@@ -22,8 +22,16 @@ import (
 
 func init() { store.Register(Driver{}) }
 
-// Driver is the MySQL family's [store.Driver].
-type Driver struct{}
+// Driver is the MySQL family's [store.Driver]. The zero value is the
+// registered one; [Driver.Check] returns the one [store.New] keeps for a
+// pool, which knows whether the pool batches statements.
+type Driver struct {
+	// batch: the pool takes several statements in one query with their
+	// placeholders filled in by go-sql-driver (multiStatements=true,
+	// interpolateParams=true), so a write transaction pipelines
+	// ([batchTx]).
+	batch bool
+}
 
 var _ store.Driver = Driver{}
 
@@ -84,17 +92,45 @@ func (Driver) Open(_ context.Context, dsn string, cfg store.Config) (gorm.Dialec
 // (parseTime=true), one whose sql_mode is not strict (a too long value
 // would be stored truncated), and one that counts matched rather than
 // changed rows (clientFoundRows), which would make "insert unless
-// present" report an insert for a key already there.
-func (Driver) Check(ctx context.Context, gdb *gorm.DB) error {
+// present" report an insert for a key already there. The driver it
+// returns batches the statements of a write transaction when the pool
+// takes several in one query with its placeholders filled in
+// (multiStatements=true and interpolateParams=true, as [Driver.Open] and
+// [Config] set them up); on any other pool each statement is a round trip
+// of its own.
+func (Driver) Check(ctx context.Context, gdb *gorm.DB) (store.Driver, error) {
 	db, err := gdb.DB()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer conn.Close()
+	if err := checkSession(ctx, conn); err != nil {
+		return nil, err
+	}
+	batch, err := batches(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	return Driver{batch: batch}, nil
+}
+
+// batches reports whether conn takes two statements with placeholders in
+// one query: only go-sql-driver's interpolateParams and multiStatements
+// together let it.
+func batches(ctx context.Context, conn *sql.Conn) (bool, error) {
+	_, err := conn.ExecContext(ctx, "DO ?;\nDO ?", 1, 2)
+	if err != nil && kindOf(err) == unavailable {
+		return false, err
+	}
+	return err == nil, nil
+}
+
+// checkSession is Check's reading of conn's server and session.
+func checkSession(ctx context.Context, conn *sql.Conn) error {
 	var (
 		version, client, connection, results, mode string
 		now                                        any
@@ -194,8 +230,12 @@ func (Driver) Classify(err error) error {
 }
 
 // Begin begins a write transaction with READ COMMITTED and opts' timeouts
-// for it alone (see beginSQL).
-func (Driver) Begin(ctx context.Context, conn *sql.Conn, opts store.TxOptions) (store.Tx, error) {
+// for it alone (see beginSQL). On a pool that batches, the begin is
+// queued, to go out with the transaction's first statement ([batchTx]).
+func (d Driver) Begin(ctx context.Context, conn *sql.Conn, opts store.TxOptions) (store.Tx, error) {
+	if d.batch {
+		return beginBatch(conn, opts.LockTimeout, opts.StatementTimeout), nil
+	}
 	return begin(ctx, conn, opts.LockTimeout, opts.StatementTimeout)
 }
 

@@ -31,7 +31,10 @@ const sessionSQLMode = "STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,ERROR_FOR
 // into time.Time in UTC (parseTime=true, loc=UTC), speaks utf8mb4, runs
 // its session in UTC (time_zone='+00:00') and in a strict sql_mode, and
 // gives up connecting after connectTimeout unless the URL sets timeout;
-// affected rows are changed rows (clientFoundRows=false).
+// affected rows are changed rows (clientFoundRows=false); it takes several
+// statements in one query with its placeholders filled in on this side
+// (multiStatements=true, interpolateParams=true), so that a write
+// transaction is one round trip.
 func Config(dsn string, connectTimeout time.Duration) (*mysql.Config, error) {
 	if !strings.HasPrefix(dsn, Scheme) {
 		return nil, fmt.Errorf("%w: %q does not start with %s", ErrDSN, redactURL(dsn), Scheme)
@@ -67,9 +70,18 @@ func Config(dsn string, connectTimeout time.Duration) (*mysql.Config, error) {
 	// reports 0: how the framework's "insert unless present" tells the two
 	// apart.
 	cfg.ClientFoundRows = false
-	// Placeholders go to the server (prepared statements), so that no
-	// collation or sql_mode changes how a value is quoted.
-	cfg.InterpolateParams = false
+	// Several statements go out in one query, their placeholders filled
+	// in by go-sql-driver: a write transaction's begin, queued writes and
+	// COMMIT then cost one round trip (batchTx) instead of a prepare and
+	// an execute each. go-sql-driver quotes values for the session's
+	// character set, which is utf8mb4 (below; it refuses to interpolate
+	// for the character sets where quoting is unsafe) and follows the
+	// server's NO_BACKSLASH_ESCAPES; binary values go as _binary literals.
+	// Application code on the store's handle keeps to placeholders (gorm
+	// does): a value spliced into SQL text by hand could now smuggle a
+	// second statement.
+	cfg.InterpolateParams = true
+	cfg.MultiStatements = true
 	// The driver's own log lines (a connection that broke) would go to
 	// stderr; the error reaches the caller, and the store logs or
 	// classifies it.

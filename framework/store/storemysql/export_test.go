@@ -14,6 +14,12 @@ func Begin(ctx context.Context, conn *sql.Conn, lockTimeout, statementTimeout ti
 	return begin(ctx, conn, lockTimeout, statementTimeout)
 }
 
+type BatchTx = batchTx
+
+func BeginBatch(conn *sql.Conn, lockTimeout, statementTimeout time.Duration) *BatchTx {
+	return beginBatch(conn, lockTimeout, statementTimeout)
+}
+
 type Kind = errorKind
 
 const (

@@ -2,11 +2,13 @@ package storemysql
 
 import (
 	"context"
+	"fmt"
 
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/framework/store/internal/outboxsql"
+	"github.com/retrysafe/retrysafe/internal/pipeline"
 )
 
 // Outbox returns the outbox's statements on the MySQL family: the shared
@@ -34,3 +36,42 @@ func (outbox) Claim(ctx context.Context, tx *gorm.DB, p store.OutboxClaimParams)
 
 // Vacuum does nothing: InnoDB purges deleted rows itself.
 func (outbox) Vacuum(context.Context, *gorm.DB) error { return nil }
+
+// nextSeqSQL increments the aggregate's counter (the first event's is 1)
+// and leaves the number in the session's @retrysafe_seq, for the insert
+// that follows it in the same query: MariaDB evaluates the VALUES, then,
+// on a duplicate key, the assignment, each assigning the variable.
+const nextSeqSQL = `INSERT INTO outbox_sequences (tenant_id, aggregate_type, aggregate_id, last_seq)
+VALUES (?, ?, ?, @retrysafe_seq := 1)
+ON DUPLICATE KEY UPDATE last_seq = (@retrysafe_seq := outbox_sequences.last_seq + 1)`
+
+// writeEventSQL inserts an event numbered @retrysafe_seq (nextSeqSQL).
+const writeEventSQL = `INSERT INTO outbox_events (id, tenant_id, type, aggregate_type, aggregate_id, seq, payload, headers, created_at, available_at)
+VALUES (?, ?, ?, ?, ?, @retrysafe_seq, ?, ?, ?, ?)`
+
+// Write numbers and inserts each event. With p.Later, in a transaction
+// that batches ([batchTx]), an event is two queued statements, the
+// counter's upsert handing its number to the insert through a session
+// variable, and both go out with the transaction's next statement or its
+// COMMIT. Anywhere else the shared statements run at once and return the
+// numbers.
+func (o outbox) Write(ctx context.Context, tx *gorm.DB, p store.OutboxWriteParams) ([]int64, error) {
+	if !p.Later || !pipeline.Pipelined(tx) {
+		return o.Statements.Write(ctx, tx, p)
+	}
+	for _, ev := range p.Events {
+		typ, aggType, aggID := ev.Type, ev.AggregateType, ev.AggregateID
+		if err := pipeline.LaterSQL(tx, nextSeqSQL, []any{ev.Tenant, ev.AggregateType, ev.AggregateID}, func(err error) error {
+			return fmt.Errorf("outbox: sequence of %s %s: %w", aggType, aggID, err)
+		}); err != nil {
+			return nil, err
+		}
+		if err := pipeline.LaterSQL(tx, writeEventSQL, []any{ev.ID, ev.Tenant, ev.Type, ev.AggregateType, ev.AggregateID,
+			ev.Payload, ev.Headers, ev.CreatedAt, ev.CreatedAt}, func(err error) error {
+			return fmt.Errorf("outbox: write %s: %w", typ, err)
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}

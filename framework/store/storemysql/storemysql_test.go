@@ -39,18 +39,33 @@ func ownGorm(tb testing.TB, params string) *gorm.DB {
 	return gdb
 }
 
-func TestContract(t *testing.T) {
-	testdb.MySQL(t)
-	t.Parallel()
-	storetest.Exercise(t, storetest.Harness{
+// harness is the contract suite's harness on MariaDB, its application's
+// handle opened with the DSN parameters params.
+func harness(params string) storetest.Harness {
+	return storetest.Harness{
 		Name: "mysql",
 		DSN:  func(tb testing.TB) string { return testdb.New(tb, "mysql") },
-		Gorm: func(tb testing.TB) *gorm.DB { return ownGorm(tb, "parseTime=true&charset=utf8mb4") },
+		Gorm: func(tb testing.TB) *gorm.DB { return ownGorm(tb, params) },
 		// A dynamic column of MariaDB's must be its own binary format.
 		// SET, not SELECT: go-sql-driver v1.10.1 waits for the context's
 		// end on an Exec of a prepared SELECT whose result fails.
 		RefusedQuery: "SET @retrysafe_refused = COLUMN_JSON(?)",
-	})
+	}
+}
+
+func TestContract(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	storetest.Exercise(t, harness("parseTime=true&charset=utf8mb4"))
+}
+
+// TestContractBatched runs the contract suite on an application's handle
+// that batches (multiStatements and interpolateParams, as Open's pool
+// does), so that the pipelined transaction passes all of it too.
+func TestContractBatched(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	storetest.Exercise(t, harness("parseTime=true&charset=utf8mb4&multiStatements=true&interpolateParams=true"))
 }
 
 // TestNewRefusesWhatItCannotServe: New refuses, with ErrMisconfigured and

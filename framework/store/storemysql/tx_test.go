@@ -74,23 +74,30 @@ func TestTransactionSettingsAreItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := readSession(t, c)
-	for _, commit := range []bool{true, false} {
-		tx, err := storemysql.Begin(ctx, c, 1500*time.Millisecond, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := readSession(t, tx); got != (session{LockWait: 2, Statement: 5, Isolation: "READ-COMMITTED"}) {
-			t.Fatalf("in the transaction: %+v", got)
-		}
-		if commit {
-			if err := tx.Finish(ctx); err != nil {
-				t.Fatal(err)
+	for _, batched := range []bool{false, true} {
+		for _, commit := range []bool{true, false} {
+			var tx store.Tx
+			if batched {
+				tx = storemysql.BeginBatch(c, 1500*time.Millisecond, 5*time.Second)
+			} else {
+				var err error
+				if tx, err = storemysql.Begin(ctx, c, 1500*time.Millisecond, 5*time.Second); err != nil {
+					t.Fatal(err)
+				}
 			}
-		} else {
-			tx.Abort(ctx)
-		}
-		if got := readSession(t, c); got != own {
-			t.Fatalf("after the transaction (commit %v): %+v, want %+v", commit, got, own)
+			if got := readSession(t, tx); got != (session{LockWait: 2, Statement: 5, Isolation: "READ-COMMITTED"}) {
+				t.Fatalf("in the transaction (batched %v): %+v", batched, got)
+			}
+			if commit {
+				if err := tx.Finish(ctx); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				tx.Abort(ctx)
+			}
+			if got := readSession(t, c); got != own {
+				t.Fatalf("after the transaction (batched %v, commit %v): %+v, want %+v", batched, commit, got, own)
+			}
 		}
 	}
 }

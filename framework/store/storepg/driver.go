@@ -185,7 +185,15 @@ func withConnectTimeout(dsn string, connectTimeout time.Duration) (string, error
 // Check requires pgx under the handle (transactions are sent as pgx
 // batches, and a COMMIT that PostgreSQL answers ROLLBACK must not read as
 // success) and a server of at least [MinVersion].
-func (Driver) Check(ctx context.Context, gdb *gorm.DB) error {
+func (d Driver) Check(ctx context.Context, gdb *gorm.DB) (store.Driver, error) {
+	if err := check(ctx, gdb); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// check is [Driver.Check]'s reading of gdb.
+func check(ctx context.Context, gdb *gorm.DB) error {
 	db, err := gdb.DB()
 	if err != nil {
 		return err

@@ -95,7 +95,15 @@ func driverDSN(path string, lockTimeout time.Duration) string {
 // writer, so replays and reads would fail with "database is locked" under
 // load. WAL is a property of the database file, which the framework does
 // not change behind the application's back.
-func (Driver) Check(ctx context.Context, gdb *gorm.DB) error {
+func (d Driver) Check(ctx context.Context, gdb *gorm.DB) (store.Driver, error) {
+	if err := check(ctx, gdb); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// check is [Driver.Check]'s reading of gdb.
+func check(ctx context.Context, gdb *gorm.DB) error {
 	db, err := gdb.DB()
 	if err != nil {
 		return err

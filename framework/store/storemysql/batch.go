@@ -1,0 +1,365 @@
+package storemysql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/pipeline"
+)
+
+// batchTx is the connection of one store.DB.Write transaction on a pool
+// that takes several statements in one COM_QUERY with its placeholders
+// filled in by go-sql-driver (multiStatements=true and
+// interpolateParams=true, which [Driver.Check] found): it pipelines
+// ([pipeline.Tx]) as storepg's transaction does. The begin (beginSQL,
+// START TRANSACTION) and the writes queued by pipeline.Later wait in the
+// queue and go out as one multi-statement query with the next statement,
+// or with the COMMIT and the session's restore: a create that queues its
+// row, its child rows and its outbox event is one round trip instead of
+// nine, and a transaction that wrote nothing sends nothing at all.
+//
+// The statements are the ones [tx] sends one at a time, in the same order.
+// MySQL stops a multi-statement query at its first failing statement and
+// reports that statement's error alone, not which one it was: each
+// statement whose error must be told apart is preceded by SET
+// @retrysafe_at = mark (or carries the assignment, when it is a SET
+// itself), and a failure the server reported reads @retrysafe_at back (a
+// round trip on that path only). Any other failure (the context ended,
+// the connection broke) leaves what ran unknown: a COMMIT in it may have
+// committed, and the connection is discarded.
+type batchTx struct {
+	conn *sql.Conn
+	// sent is set once anything was sent: the transaction has begun on
+	// the server.
+	sent  bool
+	queue []queued
+	// failed is the error of a queued statement: the statements after it
+	// in its query did not run, so the transaction must not commit.
+	failed error
+}
+
+// queued is one statement waiting for the next round trip, with ?
+// placeholders; wrap, when set, is applied to its error.
+type queued struct {
+	sql  string
+	args []any
+	wrap func(error) error
+	// mark says which statement an error belongs to: markNone for a
+	// statement whose error is the one before it's (the begin's START).
+	mark mark
+}
+
+type mark uint8
+
+const (
+	markEach mark = iota
+	markNone
+)
+
+var (
+	_ store.Tx    = (*batchTx)(nil)
+	_ pipeline.Tx = (*batchTx)(nil)
+)
+
+// beginBatch queues the begin of a write transaction: nothing is sent.
+func beginBatch(conn *sql.Conn, lockTimeout, statementTimeout time.Duration) *batchTx {
+	return &batchTx{conn: conn, queue: []queued{
+		{sql: beginSQL(lockTimeout, statementTimeout)},
+		{sql: "START TRANSACTION", mark: markNone},
+	}}
+}
+
+// roundTrip sends items (the queue, which it empties, then what follows)
+// as one query and returns the result of the last, or the error of the
+// statement that failed, wrapped by its wrap. With rows, the last item
+// is a query and its rows are returned.
+func (b *batchTx) roundTrip(ctx context.Context, items []queued, rows bool) (sql.Result, *sql.Rows, int, error) {
+	b.queue, b.sent = nil, true
+	base := batchMarks.Add(markStride)
+	query, args := joinBatch(items, base)
+	var (
+		res sql.Result
+		rs  *sql.Rows
+		err error
+	)
+	if rows {
+		rs, err = b.conn.QueryContext(ctx, query, args...)
+	} else {
+		res, err = b.conn.ExecContext(ctx, query, args...)
+	}
+	if err == nil {
+		return res, rs, len(items), nil
+	}
+	at := b.failedAt(ctx, items, base, err)
+	if at >= 0 && at < len(items) && items[at].wrap != nil {
+		err = items[at].wrap(err)
+	}
+	return nil, nil, at, err
+}
+
+// batchMarks numbers the batches' marks: batch n marks its statements
+// n, n+1, …, so that a mark left on the session by an earlier batch (one
+// whose query never reached the server, a context that ended first) is
+// never read as this one's.
+var batchMarks atomic.Int64
+
+// markStride is the marks a batch may use: more statements than any
+// transaction queues.
+const markStride = 1 << 20
+
+// failedAt is the index of the item whose statement failed with err, or
+// -1 when that is unknown: the error is not the server's answer to a
+// statement (a context that ended, a connection that broke), and so what
+// ran, COMMIT included, is unknown.
+func (b *batchTx) failedAt(ctx context.Context, items []queued, base int64, err error) int {
+	var myErr *mysql.MySQLError
+	if !errors.As(err, &myErr) || kindOf(err) == unavailable {
+		return -1
+	}
+	if len(items) == 1 {
+		return 0
+	}
+	var at sql.NullInt64
+	if qerr := b.conn.QueryRowContext(context.WithoutCancel(ctx), "SELECT @retrysafe_at").Scan(&at); qerr != nil ||
+		!at.Valid || at.Int64 < base || at.Int64 >= base+int64(len(items)) {
+		return -1
+	}
+	return int(at.Int64 - base)
+}
+
+// joinBatch spells items as one multi-statement query, each statement
+// whose error must be told apart marked with its index.
+func joinBatch(items []queued, base int64) (string, []any) {
+	if len(items) == 1 {
+		return items[0].sql, items[0].args
+	}
+	n, nargs := 0, 0
+	for _, it := range items {
+		n += len(it.sql) + 26
+		nargs += len(it.args)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	args := make([]any, 0, nargs)
+	for i, it := range items {
+		if i > 0 {
+			b.WriteString(";\n")
+		}
+		switch {
+		case it.mark == markNone:
+			b.WriteString(it.sql)
+		case strings.HasPrefix(it.sql, "SET @") || strings.HasPrefix(it.sql, "SET SESSION "):
+			// A SET list carries its mark: SET @retrysafe_at = i, ….
+			b.WriteString("SET @retrysafe_at = ")
+			b.WriteString(strconv.FormatInt(base+int64(i), 10))
+			b.WriteString(", ")
+			b.WriteString(it.sql[len("SET "):])
+		default:
+			b.WriteString("SET @retrysafe_at = ")
+			b.WriteString(strconv.FormatInt(base+int64(i), 10))
+			b.WriteString(";\n")
+			b.WriteString(it.sql)
+		}
+		args = append(args, it.args...)
+	}
+	return b.String(), args
+}
+
+// send sends the queue, then last, and returns last's result. An error
+// of a queued statement fails the transaction; last's own error is
+// returned as a single statement's would be.
+func (b *batchTx) send(ctx context.Context, last queued, rows bool) (sql.Result, *sql.Rows, error) {
+	items := append(b.queue, last)
+	res, rs, at, err := b.roundTrip(ctx, items, rows)
+	if err != nil {
+		if at != len(items)-1 || deadlockOrBroken(err) {
+			b.failed = err
+		}
+		return nil, nil, err
+	}
+	return res, rs, nil
+}
+
+// flush sends what is queued.
+func (b *batchTx) flush(ctx context.Context) error {
+	if b.failed != nil || len(b.queue) == 0 {
+		return b.failed
+	}
+	items := b.queue
+	if _, _, _, err := b.roundTrip(ctx, items, false); err != nil {
+		b.failed = err
+	}
+	return b.failed
+}
+
+// deadlockOrBroken reports whether err means the server ended the
+// transaction (a deadlock rolls all of it back) or the connection broke.
+func deadlockOrBroken(err error) bool {
+	k := kindOf(err)
+	return k == deadlock || k == unavailable
+}
+
+func (b *batchTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	if err := b.flush(ctx); err != nil {
+		return nil, err
+	}
+	st, err := b.conn.PrepareContext(ctx, query)
+	if err != nil && deadlockOrBroken(err) {
+		b.failed = err
+	}
+	return st, err
+}
+
+// ExecContext sends the queue and the statement in one round trip.
+// gorm's SAVEPOINT and RELEASE SAVEPOINT need no answer: they are queued.
+// Numbered placeholders (pipeline.Exec's) are spelled as ?.
+func (b *batchTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if b.failed != nil {
+		return nil, b.failed
+	}
+	query, args = pipeline.QuestionMarks(query, args)
+	if len(args) == 0 && (strings.HasPrefix(query, "SAVEPOINT ") || strings.HasPrefix(query, "RELEASE SAVEPOINT ")) {
+		b.queue = append(b.queue, queued{sql: query})
+		return driver.RowsAffected(0), nil
+	}
+	if len(b.queue) == 0 {
+		res, err := b.conn.ExecContext(ctx, query, args...)
+		if err != nil && deadlockOrBroken(err) {
+			b.failed = err
+		}
+		return res, err
+	}
+	res, _, err := b.send(ctx, queued{sql: query, args: args}, false)
+	return res, err
+}
+
+// QueryContext sends the queue and the query in one round trip.
+func (b *batchTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if b.failed != nil {
+		return nil, b.failed
+	}
+	query, args = pipeline.QuestionMarks(query, args)
+	if len(b.queue) == 0 {
+		rows, err := b.conn.QueryContext(ctx, query, args...)
+		if err != nil && deadlockOrBroken(err) {
+			b.failed = err
+		}
+		return rows, err
+	}
+	_, rows, err := b.send(ctx, queued{sql: query, args: args}, true)
+	return rows, err
+}
+
+// QueryRowContext cannot carry an error of its own in *sql.Row: the queue
+// goes first, and after a failure the query runs on a cancelled context,
+// so that nothing reaches the server and Write returns the failure.
+func (b *batchTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if b.flush(ctx) != nil {
+		dead, cancel := context.WithCancelCause(ctx)
+		cancel(b.failed)
+		ctx = dead
+	}
+	return b.conn.QueryRowContext(ctx, query, args...)
+}
+
+// Queue implements [pipeline.Tx]. Numbered placeholders ($1, $2, …, as
+// pipeline.LaterSQL passes them) are spelled as ?.
+func (b *batchTx) Queue(sql string, args []any, wrap func(error) error) {
+	sql, args = pipeline.QuestionMarks(sql, args)
+	b.queue = append(b.queue, queued{sql: sql, args: args, wrap: wrap})
+}
+
+// Waiting implements [pipeline.Tx].
+func (b *batchTx) Waiting() bool { return len(b.queue) > 0 && b.failed == nil }
+
+// Query implements [pipeline.Tx]: the queue and the query in one round
+// trip, the query's rows scanned into dest by gorm.
+func (b *batchTx) Query(ctx context.Context, query string, args []any, dest *gorm.DB) error {
+	rows, err := b.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	gorm.Scan(rows, dest, 0)
+	if cerr := rows.Close(); cerr != nil && dest.Error == nil {
+		dest.Error = cerr
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if dest.Error != nil && !errors.Is(dest.Error, gorm.ErrRecordNotFound) {
+		return dest.Error
+	}
+	return nil
+}
+
+// Failed is the error with which the transaction failed on the server.
+func (b *batchTx) Failed() error { return b.failed }
+
+// Commit fails: Write commits when fn returns nil.
+func (*batchTx) Commit() error { return store.ErrOwnedByWrite }
+
+// Rollback fails: Write rolls back when fn returns an error.
+func (*batchTx) Rollback() error { return store.ErrOwnedByWrite }
+
+// onlyBegin reports whether nothing but the begin was ever queued: the
+// transaction has not started on the server and has nothing to commit.
+func (b *batchTx) onlyBegin() bool {
+	return !b.sent && len(b.queue) == 2 && b.queue[1].mark == markNone
+}
+
+// Finish sends the queue, COMMIT and the session's restore in one round
+// trip (nothing when fn wrote nothing). A failure before the COMMIT rolls
+// back; a failure of the COMMIT, or of a connection that broke, leaves the
+// outcome unknown to this side, and the connection is discarded; a
+// failure of the restore alone discards the connection (the transaction
+// committed).
+func (b *batchTx) Finish(ctx context.Context) error {
+	if b.failed != nil {
+		b.Abort(ctx)
+		return b.failed
+	}
+	if b.onlyBegin() {
+		b.queue = nil
+		return nil
+	}
+	items := append(b.queue, queued{sql: "COMMIT"}, queued{sql: restoreSQL})
+	commit := len(items) - 2
+	_, _, at, err := b.roundTrip(ctx, items, false)
+	switch {
+	case err == nil:
+		return nil
+	case at > commit:
+		_ = b.conn.Raw(func(any) error { return driver.ErrBadConn })
+		return nil
+	case at < 0 || at == commit:
+		_ = b.conn.Raw(func(any) error { return driver.ErrBadConn })
+		return err
+	}
+	b.failed = err
+	b.Abort(ctx)
+	return err
+}
+
+// Abort rolls back and restores the session in one round trip, dropping
+// what is queued, or discards the connection when that fails.
+func (b *batchTx) Abort(ctx context.Context) {
+	begun := b.sent
+	b.queue = nil
+	if !begun {
+		return
+	}
+	if _, err := b.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK;\n"+restoreSQL); err != nil {
+		_ = b.conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+}

@@ -1,0 +1,184 @@
+package storemysql_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/store/storemysql"
+	"github.com/retrysafe/retrysafe/internal/pipeline"
+	"github.com/retrysafe/retrysafe/internal/testdb"
+)
+
+// countedConn counts the packets go-sql-driver writes: one per command
+// (go-sql-driver sends a command and reads its answer before the next,
+// so one per round trip, but for a prepared statement's close, which has
+// no answer).
+type countedConn struct {
+	net.Conn
+	commands *atomic.Int64
+}
+
+func (c countedConn) Write(p []byte) (int, error) {
+	c.commands.Add(1)
+	return c.Conn.Write(p)
+}
+
+var countedNets atomic.Int64
+
+// countedNet registers a network for go-sql-driver whose connections
+// count their commands into n.
+func countedNet(n *atomic.Int64) string {
+	name := fmt.Sprintf("retrysafe-counted-%d", countedNets.Add(1))
+	mysql.RegisterDialContext(name, func(ctx context.Context, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return countedConn{Conn: c, commands: n}, nil
+	})
+	return name
+}
+
+// countedStore opens a store of one connection on a database of its own,
+// its commands counted into commands, with tables parent and child;
+// batched sets multiStatements and interpolateParams as Open does.
+func countedStore(t *testing.T, batched bool, commands *atomic.Int64) (*store.DB, *gorm.DB) {
+	t.Helper()
+	cfg, err := storemysql.Config(testdb.New(t, "mysql"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Net = countedNet(commands)
+	cfg.InterpolateParams, cfg.MultiStatements = batched, batched
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gdb, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: sql.OpenDB(connector)}), &gorm.Config{SkipDefaultTransaction: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, _ := gdb.DB()
+	pool.SetMaxOpenConns(1)
+	t.Cleanup(func() { _ = pool.Close() })
+	db, err := store.New(context.Background(), gdb, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"CREATE TABLE parent (id INT PRIMARY KEY, note VARCHAR(32) NOT NULL)",
+		"CREATE TABLE child (parent_id INT NOT NULL, n INT NOT NULL, PRIMARY KEY (parent_id, n))",
+	} {
+		if err := gdb.Exec(q).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, gdb
+}
+
+// createLike is the shape of a create: the row, its children and an
+// audit row queued, then COMMIT.
+func createLike(id int, note string) func(tx *gorm.DB) error {
+	return func(tx *gorm.DB) error {
+		if err := pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{id, note}, nil); err != nil {
+			return err
+		}
+		for n := range 2 {
+			if err := pipeline.LaterExec(tx, "INSERT INTO child (parent_id, n) VALUES (?, ?)", []any{id, n}, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// TestABatchedWriteIsOneRoundTrip: on a pool that batches, a transaction
+// that queues a row and its two children costs one round trip (begin,
+// inserts, COMMIT and the session's restore in one query) and commits all
+// three rows; one that writes nothing sends nothing. On a pool that does
+// not batch, the same transaction is a prepare and an execute a statement.
+func TestABatchedWriteIsOneRoundTrip(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	ctx := context.Background()
+	for _, batched := range []bool{true, false} {
+		var commands atomic.Int64
+		db, gdb := countedStore(t, batched, &commands)
+		if err := db.Write(ctx, createLike(1, "warm")); err != nil { // the connection is dialed
+			t.Fatal(err)
+		}
+		before := commands.Load()
+		if err := db.Write(ctx, createLike(2, "counted")); err != nil {
+			t.Fatal(err)
+		}
+		trips := commands.Load() - before
+		before = commands.Load()
+		if err := db.Write(ctx, func(*gorm.DB) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		empty := commands.Load() - before
+		var children int64
+		if err := gdb.Table("child").Where("parent_id = ?", 2).Count(&children).Error; err != nil || children != 2 {
+			t.Fatalf("batched %v: %d children (%v), want 2", batched, children, err)
+		}
+		switch {
+		case batched && (trips != 1 || empty != 0):
+			t.Fatalf("batched: a create-like write took %d round trips, an empty one %d; want 1 and 0", trips, empty)
+		case !batched && trips < 8:
+			t.Fatalf("not batched: a create-like write took %d round trips; the meter counts nothing", trips)
+		}
+		t.Logf("batched %v: %d round trips a create-like write, %d an empty one", batched, trips, empty)
+	}
+}
+
+// TestABatchedFailureIsItsStatements: when the second of three queued
+// writes fails, the error is that statement's, wrapped by its own wrap,
+// nothing of the transaction commits, and the connection goes back clean
+// (the next write on the one connection commits).
+func TestABatchedFailureIsItsStatements(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	ctx := context.Background()
+	db, gdb := countedStore(t, true, new(atomic.Int64))
+	if err := db.Write(ctx, createLike(1, "first")); err != nil {
+		t.Fatal(err)
+	}
+	first, second, third := errors.New("first"), errors.New("second"), errors.New("third")
+	wrapWith := func(tag error) func(error) error { return func(err error) error { return errors.Join(tag, err) } }
+	err := db.Write(ctx, func(tx *gorm.DB) error {
+		for _, q := range []struct {
+			id  int
+			tag error
+		}{{5, first}, {1, second}, {6, third}} {
+			if err := pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{q.id, "x"}, wrapWith(q.tag)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if !errors.Is(err, second) || errors.Is(err, first) || errors.Is(err, third) || !errors.Is(err, store.ErrUniqueViolation) {
+		t.Fatalf("Write = %v, want the second statement's duplicate key, wrapped by its own wrap alone", err)
+	}
+	var ids []int
+	if err := gdb.Table("parent").Order("id").Pluck("id", &ids).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, []int{1}) {
+		t.Fatalf("parent ids %v, want [1]: a statement of the failed transaction committed", ids)
+	}
+	if err := db.Write(ctx, createLike(7, "after")); err != nil {
+		t.Fatalf("a write after the failed one: %v", err)
+	}
+}
