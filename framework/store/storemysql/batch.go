@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -58,6 +59,9 @@ type queued struct {
 	// mark says which statement an error belongs to: markNone for a
 	// statement whose error is the one before it's (the begin's START).
 	mark mark
+	// rows: the statement may return rows (RETURNING, a SELECT), which
+	// a query sent after it in the same round trip would read as its own.
+	rows bool
 }
 
 type mark uint8
@@ -180,6 +184,13 @@ func joinBatch(items []queued, base int64) (string, []any) {
 // of a queued statement fails the transaction; last's own error is
 // returned as a single statement's would be.
 func (b *batchTx) send(ctx context.Context, last queued, rows bool) (sql.Result, *sql.Rows, error) {
+	if rows && slices.ContainsFunc(b.queue, func(q queued) bool { return q.rows }) {
+		// go-sql-driver would hand the query the first rows of the
+		// round trip: a queued statement's.
+		if err := b.flush(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
 	items := append(b.queue, last)
 	res, rs, at, err := b.roundTrip(ctx, items, rows)
 	if err != nil {
@@ -277,7 +288,25 @@ func (b *batchTx) QueryRowContext(ctx context.Context, query string, args ...any
 // pipeline.LaterSQL passes them) are spelled as ?.
 func (b *batchTx) Queue(sql string, args []any, wrap func(error) error) {
 	sql, args = pipeline.QuestionMarks(sql, args)
-	b.queue = append(b.queue, queued{sql: sql, args: args, wrap: wrap})
+	b.queue = append(b.queue, queued{sql: sql, args: args, wrap: wrap, rows: mayReturnRows(sql)})
+}
+
+// mayReturnRows reports whether sql may return rows: it reads, or it
+// writes with RETURNING.
+func mayReturnRows(sql string) bool {
+	head := strings.TrimLeft(sql, " \t\r\n(")
+	return len(head) >= 6 && (strings.EqualFold(head[:6], "SELECT") || strings.EqualFold(head[:4], "WITH") || strings.EqualFold(head[:4], "SHOW")) ||
+		containsFold(sql, "RETURNING")
+}
+
+// containsFold reports whether s contains word, ASCII case folded.
+func containsFold(s, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
 }
 
 // Waiting implements [pipeline.Tx].

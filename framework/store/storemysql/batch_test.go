@@ -182,3 +182,35 @@ func TestABatchedFailureIsItsStatements(t *testing.T) {
 		t.Fatalf("a write after the failed one: %v", err)
 	}
 }
+
+// TestAQueryAfterAQueuedReturningReadsItsOwnRows: a queued write that
+// returns rows (RETURNING) goes out before a query, not in its round
+// trip, where the query would read the write's rows as its own.
+func TestAQueryAfterAQueuedReturningReadsItsOwnRows(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	ctx := context.Background()
+	var commands atomic.Int64
+	db, _ := countedStore(t, true, &commands)
+	if err := db.Write(ctx, createLike(1, "first")); err != nil {
+		t.Fatal(err)
+	}
+	type child struct {
+		ParentID int `gorm:"column:parent_id"`
+		N        int `gorm:"column:n"`
+	}
+	var got []child
+	if err := db.Write(ctx, func(tx *gorm.DB) error {
+		if err := pipeline.LaterSQL(tx, "INSERT INTO parent (id, note) VALUES (?, ?) RETURNING id, note", []any{2, "returning"}, nil); err != nil {
+			return err
+		}
+		return pipeline.Find(tx, func(db *gorm.DB) *gorm.DB {
+			return db.Table("child").Where("parent_id = ?", 1).Order("n").Find(&got)
+		}).Error
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []child{{1, 0}, {1, 1}}) {
+		t.Fatalf("the query read %v, want the two children of parent 1", got)
+	}
+}
