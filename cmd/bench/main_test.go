@@ -112,14 +112,24 @@ func TestBenchRunsEveryScenario(t *testing.T) {
 				}
 				// The WAL (InnoDB's counter) is the server's, shared with
 				// tests running in parallel: a floor is all that holds
-				// here. Every naive request writes.
+				// here. Every naive request writes. InnoDB increments
+				// its monitor counters without synchronization, so on
+				// two cores a few of a short run's increments are lost
+				// (61 counted for 62 requests, once): the floor there
+				// says the counter counts the writes, not that it is
+				// exact (TestMariaDBMeterCountsEachCommit is the exact
+				// check, with retries).
+				floor := 0.99
+				if dialect == "mysql" {
+					floor = 0.9
+				}
 				switch {
 				case dialect == "sqlite" && r.WALCommitsPerRequest != -1:
 					t.Errorf("%s: write transactions measured on SQLite: %v", r.Scenario, r.WALCommitsPerRequest)
 				case dialect != "sqlite" && r.WALCommitsPerRequest < 0:
 					t.Errorf("%s: write transactions not measured (pg_walinspect, InnoDB's %s)", r.Scenario, innodbWriteCounter)
-				case dialect != "sqlite" && r.Scenario == "naive" && r.WALCommitsPerRequest < 0.99:
-					t.Errorf("naive: %v write transactions per request, want at least 1", r.WALCommitsPerRequest)
+				case dialect != "sqlite" && r.Scenario == "naive" && r.WALCommitsPerRequest < floor:
+					t.Errorf("naive: %v write transactions per request, want at least %v", r.WALCommitsPerRequest, floor)
 				}
 				if !strings.Contains(table, r.Scenario) {
 					t.Errorf("the table lacks %s", r.Scenario)
