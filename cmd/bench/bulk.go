@@ -97,10 +97,9 @@ func bulkInsert(ctx context.Context, db *sql.DB, dialect, table string, columns 
 	return tx.Commit()
 }
 
-// bulkOrders adds n orders of tenant "scale" (so that they never collide
-// with the bench's requests, which are tenant acme's) in the shape of the
-// orders table.
-func bulkOrders(ctx context.Context, db *sql.DB, dialect string, n int) error {
+// bulkOrders adds n orders of tenant (new random IDs, so that they never
+// collide with the bench's requests) in the shape of the orders table.
+func bulkOrders(ctx context.Context, db *sql.DB, dialect, tenant string, n int) error {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	fp := "v1:" + strings.Repeat("ab", 32)
 	ids := make([]string, n)
@@ -111,13 +110,13 @@ func bulkOrders(ctx context.Context, db *sql.DB, dialect string, n int) error {
 		[]string{"tenant_id", "id", "version", "status", "create_fingerprint", "fingerprint", "created_at", "updated_at",
 			"customer", "currency", "note", "total_cents"},
 		n, func(i int) []any {
-			return []any{"scale", ids[i], 1, "draft", fp, fp, now, now, "cus_1", "EUR", "", 2000}
+			return []any{tenant, ids[i], 1, "draft", fp, fp, now, now, "cus_1", "EUR", "", 2000}
 		}); err != nil {
 		return err
 	}
 	return bulkInsert(ctx, db, dialect, "order_items",
 		[]string{"tenant_id", "order_id", "position", "sku", "quantity", "unit_price_cents"},
-		n, func(i int) []any { return []any{"scale", ids[i], 0, "sku_1", 2, 1000} })
+		n, func(i int) []any { return []any{tenant, ids[i], 0, "sku_1", 2, 1000} })
 }
 
 // bulkRecords adds n completed idempotency records of tenant "scale" for

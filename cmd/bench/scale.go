@@ -63,7 +63,7 @@ func (b *bench) runScale(ctx context.Context) (*ScaleReport, error) {
 	for _, size := range sizes {
 		if size > loaded {
 			bar.Describe(fmt.Sprintf("bulk load to %d rows", size))
-			if err := bulkOrders(ctx, bulk, b.db.Dialect, size-loaded); err != nil {
+			if err := bulkOrders(ctx, bulk, b.db.Dialect, "scale", size-loaded); err != nil {
 				return nil, err
 			}
 			if err := bulkRecords(ctx, bulk, b.db.Dialect, size-loaded, fmt.Sprintf("live-%s-%d", b.nonce, size), time.Now().Add(24*time.Hour)); err != nil {
