@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -212,5 +213,67 @@ func TestAQueryAfterAQueuedReturningReadsItsOwnRows(t *testing.T) {
 	}
 	if !slices.Equal(got, []child{{1, 0}, {1, 1}}) {
 		t.Fatalf("the query read %v, want the two children of parent 1", got)
+	}
+}
+
+// TestABatchedCommitOnAKilledConnectionIsUnavailable: when the server
+// kills the transaction's connection between its round trips (an
+// administrator's KILL, a server that drops it), the batch that carries
+// the COMMIT fails as unavailable (503 upstream), never as a success;
+// nothing of the transaction commits, and the pool serves the next write
+// on a new connection.
+func TestABatchedCommitOnAKilledConnectionIsUnavailable(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testdb.New(t, "mysql")
+	pool, err := storemysql.OpenDB(dsn, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pool.Close() })
+	admin, err := storemysql.OpenDB(dsn, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close() })
+	gdb, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: pool}), &gorm.Config{SkipDefaultTransaction: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.New(ctx, gdb, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gdb.Exec("CREATE TABLE parent (id INT PRIMARY KEY, note VARCHAR(32) NOT NULL)").Error; err != nil {
+		t.Fatal(err)
+	}
+	err = db.Write(ctx, func(tx *gorm.DB) error {
+		if err := pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{1, "sent"}, nil); err != nil {
+			return err
+		}
+		var id int64 // goes out with the begin and the insert
+		if err := tx.Raw("SELECT CONNECTION_ID()").Scan(&id).Error; err != nil {
+			return err
+		}
+		if _, err := admin.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatInt(id, 10)); err != nil {
+			return err
+		}
+		return pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{2, "queued"}, nil)
+	})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Write on a killed connection = %v, want ErrUnavailable", err)
+	}
+	var n int64
+	if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM parent").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d rows (%v) of the killed transaction committed, want 0", n, err)
+	}
+	if err := db.Write(ctx, func(tx *gorm.DB) error {
+		return pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{3, "after"}, nil)
+	}); err != nil {
+		t.Fatalf("a write after the killed one: %v", err)
+	}
+	if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM parent").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d rows (%v) after the next write, want 1", n, err)
 	}
 }
