@@ -97,9 +97,10 @@ func Later(tx *gorm.DB, build func(*gorm.DB) *gorm.DB, wrap func(error) error) e
 }
 
 // LaterSQL queues sql, in the driver's SQL with numbered placeholders (or
-// the driver's own, in a driver's own statements), and args on tx, a transaction for which [Pipelined] reports true, so that a
-// hot write costs no gorm statement. Anywhere else it queues nothing and
-// returns an error.
+// the driver's own, in a driver's own statements), and args on tx, a
+// transaction for which [Pipelined] reports true, so that a hot write
+// costs no gorm statement. Anywhere else it queues nothing and returns an
+// error.
 func LaterSQL(tx *gorm.DB, sql string, args []any, wrap func(error) error) error {
 	p, ok := pipelineOf(tx)
 	if !ok {
@@ -214,7 +215,8 @@ func NumberPlaceholders(sql string) string {
 // the order of the ?s (a number used twice, its argument twice). sql
 // without them is returned as it is. A $ inside a quoted string or
 // identifier, or within a name (MySQL allows cost$1 unquoted), is left
-// alone, as is a number no argument has.
+// alone, as is a number no argument has; a statement with a ? of its own
+// is returned as it is.
 func QuestionMarks(sql string, args []any) (string, []any) {
 	if !strings.Contains(sql, "$") {
 		return sql, args
@@ -226,7 +228,13 @@ func QuestionMarks(sql string, args []any) (string, []any) {
 	var q quoting
 	for i := 0; i < len(sql); i++ {
 		c := sql[i]
-		if !q.quoted(c, "'\"`") && c == '$' && i+1 < len(sql) && isDigit(sql[i+1]) && (i == 0 || !nameByte(sql[i-1])) {
+		quoted := q.quoted(c, "'\"`")
+		if !quoted && c == '?' {
+			// Already spelled with ?: a $1 in it is not a placeholder of
+			// args, whose order the ?s give.
+			return sql, args
+		}
+		if !quoted && c == '$' && i+1 < len(sql) && isDigit(sql[i+1]) && (i == 0 || !nameByte(sql[i-1])) {
 			j := i + 1
 			for j < len(sql) && isDigit(sql[j]) {
 				j++

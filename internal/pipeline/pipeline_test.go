@@ -20,6 +20,7 @@ func TestQuestionMarks(t *testing.T) {
 		{"SELECT '$1', `$2`, $1", "SELECT '$1', `$2`, ?", []any{9}, []any{9}},
 		{"SELECT JSON_EXTRACT(j, '$.a') FROM t WHERE k = $1", "SELECT JSON_EXTRACT(j, '$.a') FROM t WHERE k = ?", []any{3}, []any{3}},
 		{"SELECT cost$1 FROM t WHERE k = $1", "SELECT cost$1 FROM t WHERE k = ?", []any{3}, []any{3}},
+		{"SELECT ?, $1 FROM t", "SELECT ?, $1 FROM t", []any{4, 5}, []any{4, 5}},
 	} {
 		sql, args := pipeline.QuestionMarks(c.sql, c.args)
 		if sql != c.want || !slices.Equal(args, c.got) {
