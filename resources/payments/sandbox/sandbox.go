@@ -76,6 +76,10 @@ type chargeRow struct {
 
 const table = "sandbox_charges"
 
+// maxTries bounds the tries of one charge's write that the database rolled
+// back to resolve a deadlock.
+const maxTries = 10
+
 func (r *chargeRow) charge() payments.Charge {
 	return payments.Charge{ID: r.ID, Tenant: r.TenantID, DownstreamKey: r.DownstreamKey, Amount: r.Amount,
 		Currency: r.Currency, Customer: r.Customer, Description: r.Description, PaymentMethod: r.PaymentMethod,
@@ -125,16 +129,17 @@ func (p *Provider) Charge(ctx context.Context, req payments.ChargeRequest) (paym
 		cur     chargeRow
 		created bool
 	)
-	// InnoDB can pick one of two concurrent upserts of a key as a
+	// InnoDB picks one of several concurrent upserts of a new key as a
 	// deadlock's victim when the table has two unique indexes (MySQL's ON
-	// DUPLICATE KEY UPDATE locks both); the victim's transaction was rolled
-	// back whole, and the upsert is idempotent under the downstream key,
-	// so it is tried again, a few times at most.
-	for try := 0; ; try++ {
+	// DUPLICATE KEY UPDATE locks both). The victim's transaction was rolled
+	// back whole and the write is idempotent under the downstream key, so it
+	// is tried again; a try after the winner committed finds its row by the
+	// plain read that comes first and takes no lock.
+	for try := 1; ; try++ {
 		err = p.db.Write(ctx, func(tx *gorm.DB) error {
 			return p.insertOrFind(tx, &fresh, &cur, &created)
 		})
-		if !errors.Is(err, store.ErrLockTimeout) || try == 2 {
+		if !errors.Is(err, store.ErrRolledBack) || try == maxTries || ctx.Err() != nil {
 			break
 		}
 	}
@@ -162,6 +167,12 @@ func (p *Provider) Charge(ctx context.Context, req payments.ChargeRequest) (paym
 // insertOrFind inserts fresh unless a charge of its downstream key exists,
 // and puts the charge of the key in cur.
 func (p *Provider) insertOrFind(tx *gorm.DB, fresh, cur *chargeRow, created *bool) error {
+	*created = false
+	found := tx.Table(table).Where("tenant_id = ? AND downstream_key = ?", fresh.TenantID, fresh.DownstreamKey).
+		Limit(1).Find(cur)
+	if found.Error != nil || found.RowsAffected == 1 {
+		return found.Error
+	}
 	ins := tx.Table(table).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "tenant_id"}, {Name: "downstream_key"}},
 		DoNothing: true,
@@ -183,7 +194,7 @@ func (p *Provider) takeAnswer(ctx context.Context, r *chargeRow) (lost bool, err
 		Where("tenant_id = ? AND downstream_key = ? AND answered = ?", r.TenantID, r.DownstreamKey, false).
 		Update("answered", true)
 	if res.Error != nil {
-		return false, fmt.Errorf("sandbox: charge: %w", p.db.Classify(res.Error))
+		return false, fmt.Errorf("sandbox: take the answer: %w", p.db.Classify(res.Error))
 	}
 	return res.RowsAffected == 1, nil
 }
