@@ -63,13 +63,16 @@ func (b *bench) runScale(ctx context.Context) (*ScaleReport, error) {
 	for _, size := range sizes {
 		if size > loaded {
 			bar.Describe(fmt.Sprintf("bulk load to %d rows", size))
-			if err := bulkOrders(ctx, bulk, b.db.Dialect, "scale", size-loaded); err != nil {
-				return nil, err
-			}
-			if err := bulkRecords(ctx, bulk, b.db.Dialect, size-loaded, fmt.Sprintf("live-%s-%d", b.nonce, size), time.Now().Add(24*time.Hour)); err != nil {
-				return nil, err
-			}
-			if err := analyze(ctx, bulk, b.db.Dialect); err != nil {
+			err := b.db.unpinned(ctx, func() error {
+				if err := bulkOrders(ctx, bulk, b.db.Dialect, "scale", size-loaded); err != nil {
+					return err
+				}
+				if err := bulkRecords(ctx, bulk, b.db.Dialect, size-loaded, fmt.Sprintf("live-%s-%d", b.nonce, size), time.Now().Add(24*time.Hour)); err != nil {
+					return err
+				}
+				return analyze(ctx, bulk, b.db.Dialect)
+			})
+			if err != nil {
 				return nil, err
 			}
 			loaded = size
@@ -101,10 +104,13 @@ func (b *bench) runScale(ctx context.Context) (*ScaleReport, error) {
 			return scs[2].next(cl)
 		}}
 		bar.Describe(fmt.Sprintf("bulk load %d expired records", b.o.janitor))
-		if err := bulkRecords(ctx, bulk, b.db.Dialect, b.o.janitor, "expired-"+b.nonce, time.Now().Add(-time.Hour)); err != nil {
-			return nil, err
-		}
-		if err := analyze(ctx, bulk, b.db.Dialect); err != nil {
+		err := b.db.unpinned(ctx, func() error {
+			if err := bulkRecords(ctx, bulk, b.db.Dialect, b.o.janitor, "expired-"+b.nonce, time.Now().Add(-time.Hour)); err != nil {
+				return err
+			}
+			return analyze(ctx, bulk, b.db.Dialect)
+		})
+		if err != nil {
 			return nil, err
 		}
 		_ = bar.Add(1)
