@@ -78,6 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	idle := fs.Duration("idle-timeout", server.DefaultIdleTimeout, "keep-alive connections idle this long are closed")
 	connect := fs.Duration("db-connect-timeout", 5*time.Second, "time to open one database connection")
 	statement := fs.Duration("db-statement-timeout", 5*time.Second, "time one SQL statement of a write transaction may run (PostgreSQL)")
+	replica := fs.String("replica", "", "a read replica of -db (a hot standby's DSN): completed POST replays, GET, HEAD and list may read it (docs/scaling.md)")
 	outboxRetention := fs.Duration("outbox-retention", 0, "keep published outbox events this long (default 0: delete each as it is published)")
 	requestLogLevel := slog.LevelInfo
 	fs.TextVar(&requestLogLevel, "request-log-level", slog.LevelInfo,
@@ -141,7 +142,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	a, err := connectApp(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, RequestLogLevel: requestLogLevel, TracerProvider: tp,
 		Events: app.EventsConfig{NATSURL: *natsURL, Relay: outbox.Config{Retention: *outboxRetention}}, PostKeys: postKeys, RequestDeadline: *deadline,
-		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement, MaxOpenConns: *pool}}, logger)
+		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement, MaxOpenConns: *pool, ReplicaDSN: *replica}}, logger)
 	if err != nil {
 		_ = shutdown()
 		if ctx.Err() != nil {

@@ -80,8 +80,15 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 		recorded: present, seed: key, cmd: cmd, hasCmd: true, header: c.Request.Header,
 		pathParams: params, point: PointStarted, start: start}
 	ctx := c.Request.Context()
-	var out outcome
+	var (
+		out      outcome
+		replayed bool
+	)
+	if present {
+		out, replayed, err = a.replayFromReplica(ctx, op, at)
+	}
 	switch {
+	case err != nil || replayed:
 	case !present:
 		at.seed = uuid.NewString()
 		out, err = a.serveUnrecorded(ctx, op, at)
@@ -124,6 +131,33 @@ func (a *Adapter) serveUnrecorded(ctx context.Context, op *operation, at *attemp
 		return outcome{}, err
 	}
 	return outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}, nil
+}
+
+// replicaMargin is how far from the end of its window a record read on a
+// replica must be for the replica to answer its replay: the primary's
+// janitor deletes a record past expires_at on the primary's clock, and a
+// key reused after that has a new record the replica may not have seen.
+const replicaMargin = time.Minute
+
+// replayFromReplica answers a replay from the replica's copy of the key's
+// record ([store.DB.Replica]) when that copy is final: completed, for this
+// request, and at least replicaMargin from the end of its window. A
+// completed record never changes, so the primary holds the same. With no
+// replica, a failing one or any other finding, replayed is false and the
+// primary decides as if the replica had not been asked.
+func (a *Adapter) replayFromReplica(ctx context.Context, op *operation, at *attempt) (_ outcome, replayed bool, _ error) {
+	r := a.db.Replica()
+	if r == nil {
+		return outcome{}, false, nil
+	}
+	rec, found, err := a.records.Get(ctx, r.WithContext(ctx), at.id)
+	if err != nil || !found || rec.State != StateCompleted || rec.Fingerprint != at.fingerprint || rec.Expired ||
+		!rec.ExpiresAt.After(a.engine.Now().Add(replicaMargin)) {
+		return outcome{}, false, nil
+	}
+	// A truncated response is rendered from the resource: the primary's.
+	out, err := a.replay(ctx, a.db.Gorm.WithContext(ctx), op, at, rec)
+	return out, err == nil, err
 }
 
 // serveLocal runs a Local operation. The record is read first, outside

@@ -157,7 +157,7 @@ func (c *Collection[Cmd, Model]) handleGet(g *gin.Context) {
 	if !ok {
 		return
 	}
-	res, err := c.Get(g.Request.Context(), tenant, id)
+	res, err := c.getForRequest(g, tenant, id)
 	if err != nil {
 		c.fail(g, "", err)
 		return
@@ -214,7 +214,7 @@ func (c *Collection[Cmd, Model]) handleList(g *gin.Context) {
 			req.Filters[col] = v
 		}
 	}
-	page, err := c.List(g.Request.Context(), req)
+	page, err := c.listForRequest(g, req)
 	if err != nil {
 		c.fail(g, "", err)
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 
+	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 )
 
 // render builds the JSON representation of m: [Resource.RenderFunc], or the
@@ -54,10 +57,16 @@ func defaultRepresentation(s *System, fields []byte) []byte {
 	return b
 }
 
-// Get returns the live resource's representation and ETag.
+// Get returns the live resource's representation and ETag, read on the
+// primary.
 func (c *Collection[Cmd, Model]) Get(ctx context.Context, tenant string, id uuid.UUID) (Result, error) {
+	return c.get(ctx, c.engine.DB().Gorm, tenant, id)
+}
+
+// get is Get on db: the primary's handle or the replica's.
+func (c *Collection[Cmd, Model]) get(ctx context.Context, db *gorm.DB, tenant string, id uuid.UUID) (Result, error) {
 	m := new(Model)
-	found, err := c.rows.Read(ctx, c.engine.DB().Gorm, ReadRowParams{Key: c.key(tenant, id), Dest: m, LiveOnly: true, Preload: c.preloads()})
+	found, err := c.rows.Read(ctx, db, ReadRowParams{Key: c.key(tenant, id), Dest: m, LiveOnly: true, Preload: c.preloads()})
 	if err != nil {
 		return Result{}, c.engine.DB().Classify(err)
 	}
@@ -104,6 +113,11 @@ type ListRequest struct {
 // item (keyset pagination), so rows inserted while a client pages never
 // make it skip or repeat an item.
 func (c *Collection[Cmd, Model]) List(ctx context.Context, req ListRequest) (Page, error) {
+	return c.list(ctx, c.engine.DB().Gorm, req)
+}
+
+// list is List on db: the primary's handle or the replica's.
+func (c *Collection[Cmd, Model]) list(ctx context.Context, db *gorm.DB, req ListRequest) (Page, error) {
 	if req.Limit < 1 || req.Limit > MaxPageSize {
 		return Page{}, &framework.Error{Code: framework.CodeValidationFailed, Detail: "limit must be an integer from 1 to " + strconv.Itoa(MaxPageSize),
 			Fields: []framework.FieldError{{Field: "limit", Reason: "min=1,max=" + strconv.Itoa(MaxPageSize)}}}
@@ -133,7 +147,7 @@ func (c *Collection[Cmd, Model]) List(ctx context.Context, req ListRequest) (Pag
 	}
 	var rows []Model
 	p.Dest = &rows
-	if err := c.rows.List(ctx, c.engine.DB().Gorm, p); err != nil {
+	if err := c.rows.List(ctx, db, p); err != nil {
 		return Page{}, c.engine.DB().Classify(err)
 	}
 	page := Page{Items: make([]json.RawMessage, 0, min(len(rows), req.Limit))}
@@ -174,4 +188,103 @@ func decodeCursor(s string) (ListPosition, bool) {
 		return ListPosition{}, false
 	}
 	return ListPosition{CreatedAt: time.UnixMicro(us).UTC(), ID: uid}, true
+}
+
+// Reads from a replica ([store.DB.Replica]): GET, HEAD and list may be
+// answered by a replica, as of a moment ago, within rules that keep a lag
+// from making an answer wrong (docs/scaling.md, "Reads from replicas").
+
+// getForRequest answers a GET or HEAD: from the replica when there is
+// one, the request allows it (no Cache-Control: no-cache) and the
+// replica's answer is not behind what the client shows it has seen; from
+// the primary otherwise. A replica that has not seen the resource, or
+// fails, is never the answer: the primary is read.
+func (c *Collection[Cmd, Model]) getForRequest(g *gin.Context, tenant string, id uuid.UUID) (Result, error) {
+	ctx := g.Request.Context()
+	if r := c.engine.DB().Replica(); r != nil && !noCache(g) {
+		res, err := c.get(ctx, r.WithContext(ctx), tenant, id)
+		if err == nil && !behind(g.GetHeader("If-None-Match"), res.ETag) {
+			return res, nil
+		}
+	}
+	return c.Get(ctx, tenant, id)
+}
+
+// listForRequest answers a list: from the replica when there is one and
+// the request allows it, from the primary otherwise. A page from a
+// replica is as of a moment ago; its cursor is a position (keyset), so
+// the next page, from the replica or the primary, neither skips nor
+// repeats an item of the first.
+func (c *Collection[Cmd, Model]) listForRequest(g *gin.Context, req ListRequest) (Page, error) {
+	ctx := g.Request.Context()
+	if r := c.engine.DB().Replica(); r != nil && !noCache(g) {
+		page, err := c.list(ctx, r.WithContext(ctx), req)
+		var fe *framework.Error
+		if err == nil || errors.As(err, &fe) {
+			return page, err // a refused request is refused by the primary alike
+		}
+	}
+	return c.List(ctx, req)
+}
+
+// noCache reports whether the request asks for the latest state
+// (Cache-Control: no-cache or no-store, or Pragma: no-cache): it is
+// read on the primary.
+func noCache(g *gin.Context) bool {
+	for _, v := range g.Request.Header.Values("Cache-Control") {
+		for d := range strings.SplitSeq(v, ",") {
+			if d = strings.ToLower(strings.TrimSpace(d)); d == "no-cache" || d == "no-store" {
+				return true
+			}
+		}
+	}
+	return strings.EqualFold(strings.TrimSpace(g.GetHeader("Pragma")), "no-cache")
+}
+
+// behind reports whether a replica whose representation has ETag current
+// may be behind a version named in the If-None-Match field: a tag of the
+// same resource life (same creation stamp) with a higher version, or a tag
+// the replica cannot order against its own (another life, another form).
+// "*" and the current tag itself are not behind.
+func behind(field, current string) bool {
+	if field == "" {
+		return false
+	}
+	cv, cc, ok := parseETag(current)
+	if !ok {
+		return true
+	}
+	for tag := range strings.SplitSeq(field, ",") {
+		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		if tag == "*" || tag == current {
+			continue
+		}
+		v, created, ok := parseETag(tag)
+		if !ok || created != cc || v > cv {
+			return true
+		}
+	}
+	return false
+}
+
+// parseETag splits an ETag of [System.ETag], "VERSION-FP-CREATED", into its
+// version and its creation stamp.
+func parseETag(tag string) (version int64, created string, ok bool) {
+	tag, ok = strings.CutPrefix(tag, `"`)
+	if !ok {
+		return 0, "", false
+	}
+	if tag, ok = strings.CutSuffix(tag, `"`); !ok {
+		return 0, "", false
+	}
+	first := strings.IndexByte(tag, '-')
+	last := strings.LastIndexByte(tag, '-')
+	if first <= 0 || last <= first {
+		return 0, "", false
+	}
+	v, err := strconv.ParseInt(tag[:first], 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	return v, tag[last+1:], true
 }

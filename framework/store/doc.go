@@ -65,6 +65,13 @@
 // queued for the COMMIT; a claim that locks its rows on PostgreSQL and
 // MariaDB; the vacuum).
 //
+// A read replica ([Config.Replica], [Config.ReplicaDSN], or the replicas of
+// gorm.io/plugin/dbresolver registered on the handle given to [New]) is
+// [DB.Replica]: the framework reads it only where a lag cannot make an
+// answer wrong (completed POST replays; GET, HEAD and list within the rules
+// of docs/scaling.md, "Reads from replicas"), and under dbresolver pins
+// every other read through [DB.Gorm] to the primary.
+//
 // The contract every driver passes is the suite in storetest;
 // docs/design-notes.md ("The storage seam") says where each statement
 // lives and how a database is added.

@@ -62,6 +62,20 @@ type Config struct {
 	// to the global provider (otel.GetTracerProvider), which traces nothing
 	// until the application sets one.
 	TracerProvider trace.TracerProvider
+	// Replica is a handle to a read replica of the database (a hot
+	// standby), opened by the application with the same gorm dialector.
+	// The framework reads it only where a lag cannot make an answer wrong
+	// ([DB.Replica]): completed POST replays, and GET, HEAD and list
+	// within the rules of docs/scaling.md. [New] pings it and checks it as
+	// it checks the primary. An application that registers
+	// gorm.io/plugin/dbresolver on the handle it gives [New] need not set
+	// it: the store then reads the resolver's replicas for the same
+	// reads, and pins every other read of the framework to the primary.
+	Replica *gorm.DB
+	// ReplicaDSN names a read replica for [Open], which opens it with the
+	// primary's driver and settings and sets Replica (and closes it with
+	// [DB.Close]). Ignored by [New] and when Replica is set.
+	ReplicaDSN string
 }
 
 func (c *Config) setDefaults() error {
@@ -97,6 +111,8 @@ type DB struct {
 	lockTimeout      time.Duration
 	statementTimeout time.Duration
 	tracer           trace.Tracer
+	replica          *gorm.DB
+	ownedReplica     *sql.DB // opened by Open from ReplicaDSN
 }
 
 // New wraps an application's own *gorm.DB for the framework; the [Driver]
@@ -131,9 +147,12 @@ func New(ctx context.Context, gdb *gorm.DB, cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, classify(d, err)
 	}
-	d = bound
-	return &DB{Gorm: gdb, Driver: d, lockTimeout: cfg.LockTimeout, statementTimeout: cfg.StatementTimeout,
-		tracer: cfg.TracerProvider.Tracer(tracerName)}, nil
+	db := &DB{Gorm: gdb, Driver: bound, lockTimeout: cfg.LockTimeout, statementTimeout: cfg.StatementTimeout,
+		tracer: cfg.TracerProvider.Tracer(tracerName)}
+	if err := db.bindReplica(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return db, nil
 }
 
 // Open connects to the database named by dsn through the registered
@@ -150,9 +169,42 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	gdb, sqlDB, err := openGorm(ctx, d, dsn, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var replicaDB *sql.DB
+	if cfg.Replica == nil && cfg.ReplicaDSN != "" {
+		rd, err := driverForDSN(cfg.ReplicaDSN)
+		if err == nil && rd.Name() != d.Name() {
+			err = fmt.Errorf("%w: Config.ReplicaDSN is a %s DSN and the primary's a %s one", ErrMisconfigured, rd.Name(), d.Name())
+		}
+		if err == nil {
+			cfg.Replica, replicaDB, err = openGorm(ctx, d, cfg.ReplicaDSN, cfg)
+		}
+		if err != nil {
+			_ = sqlDB.Close()
+			return nil, fmt.Errorf("store: replica: %w", err)
+		}
+	}
+	db, err := New(ctx, gdb, cfg)
+	if err != nil {
+		_ = sqlDB.Close()
+		if replicaDB != nil {
+			_ = replicaDB.Close()
+		}
+		return nil, err
+	}
+	db.ownedReplica = replicaDB
+	return db, nil
+}
+
+// openGorm opens dsn through d as a gorm handle with the store's settings
+// and pool size.
+func openGorm(ctx context.Context, d Driver, dsn string, cfg Config) (*gorm.DB, *sql.DB, error) {
 	dialector, pool, err := d.Open(ctx, dsn, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("store: open: %w", classify(d, err))
+		return nil, nil, fmt.Errorf("store: open: %w", classify(d, err))
 	}
 	gdb, err := gorm.Open(dialector, &gorm.Config{
 		Logger:                 NewGormLogger(cfg.Logger, GormLoggerConfig{}),
@@ -161,11 +213,12 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	})
 	if err != nil {
 		_ = pool.Close()
-		return nil, fmt.Errorf("store: open: %w", classify(d, err))
+		return nil, nil, fmt.Errorf("store: open: %w", classify(d, err))
 	}
 	sqlDB, err := gdb.DB()
 	if err != nil {
-		return nil, err
+		_ = pool.Close()
+		return nil, nil, err
 	}
 	maxConns := cfg.MaxOpenConns
 	if maxConns == 0 {
@@ -174,12 +227,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	sqlDB.SetMaxOpenConns(maxConns)
 	sqlDB.SetMaxIdleConns(maxConns)
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-	db, err := New(ctx, gdb, cfg)
-	if err != nil {
-		_ = sqlDB.Close()
-		return nil, err
-	}
-	return db, nil
+	return gdb, sqlDB, nil
 }
 
 // SQL returns the underlying *sql.DB (for migrations and Close).
@@ -188,8 +236,14 @@ func (db *DB) SQL() *sql.DB {
 	return sqlDB
 }
 
-// Close closes the connection pool.
-func (db *DB) Close() error { return db.SQL().Close() }
+// Close closes the connection pool, and the replica's pool when [Open]
+// opened it from [Config.ReplicaDSN].
+func (db *DB) Close() error {
+	if db.ownedReplica != nil {
+		_ = db.ownedReplica.Close()
+	}
+	return db.SQL().Close()
+}
 
 // Classify wraps err with the store's sentinel error it is
 // ([ErrLockTimeout], [ErrUnavailable], [ErrUniqueViolation],

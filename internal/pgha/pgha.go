@@ -481,3 +481,63 @@ func (f *Formation) Rejoin(n Node) {
 	f.tb.Helper()
 	f.start(f.node(n))
 }
+
+// Standby returns the node that is not the primary: a hot standby, which
+// answers reads.
+func (f *Formation) Standby() Node {
+	f.tb.Helper()
+	primary := f.Primary()
+	for _, p := range f.nodes {
+		if p.name != primary.Name {
+			return Node{Name: p.name, Port: p.port}
+		}
+	}
+	f.tb.Fatal("pgha: no standby")
+	return Node{}
+}
+
+// PauseReplay stops the standby from applying the WAL it receives (and
+// still flushes it, so synchronous commits go on): from its return the
+// standby is a replica that lags, by every commit after it, until
+// [Formation.ResumeReplay].
+func (f *Formation) PauseReplay() {
+	f.tb.Helper()
+	url := f.NodeURL(f.Standby())
+	var ignored string
+	if err := f.query(url, "SELECT pg_wal_replay_pause()::text", &ignored); err != nil {
+		f.tb.Fatalf("pgha: pause replay: %v", err)
+	}
+	f.waitFor("the standby's replay to pause", func() (bool, error) {
+		var state string
+		err := f.query(url, "SELECT pg_get_wal_replay_pause_state()", &state)
+		return state == "paused", err
+	})
+}
+
+// ResumeReplay lets the standby apply the WAL again and returns once it
+// has applied everything the primary had written when it was called.
+func (f *Formation) ResumeReplay() {
+	f.tb.Helper()
+	url := f.NodeURL(f.Standby())
+	var ignored string
+	if err := f.query(url, "SELECT pg_wal_replay_resume()::text", &ignored); err != nil {
+		f.tb.Fatalf("pgha: resume replay: %v", err)
+	}
+	f.CatchUp()
+}
+
+// CatchUp returns once the standby has applied every WAL record the
+// primary had written when it was called.
+func (f *Formation) CatchUp() {
+	f.tb.Helper()
+	var lsn string
+	if err := f.query(f.NodeURL(f.Primary()), "SELECT pg_current_wal_lsn()::text", &lsn); err != nil {
+		f.tb.Fatalf("pgha: the primary's WAL position: %v", err)
+	}
+	url := f.NodeURL(f.Standby())
+	f.waitFor("the standby to apply "+lsn, func() (bool, error) {
+		var done bool
+		err := f.query(url, "SELECT pg_last_wal_replay_lsn() >= '"+lsn+"'::pg_lsn", &done)
+		return done, err
+	})
+}
