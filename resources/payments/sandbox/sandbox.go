@@ -76,10 +76,6 @@ type chargeRow struct {
 
 const table = "sandbox_charges"
 
-// maxTries bounds the tries of one charge's write that the database rolled
-// back to resolve a deadlock.
-const maxTries = 10
-
 func (r *chargeRow) charge() payments.Charge {
 	return payments.Charge{ID: r.ID, Tenant: r.TenantID, DownstreamKey: r.DownstreamKey, Amount: r.Amount,
 		Currency: r.Currency, Customer: r.Customer, Description: r.Description, PaymentMethod: r.PaymentMethod,
@@ -132,17 +128,12 @@ func (p *Provider) Charge(ctx context.Context, req payments.ChargeRequest) (paym
 	// InnoDB picks one of several concurrent upserts of a new key as a
 	// deadlock's victim when the table has two unique indexes (MySQL's ON
 	// DUPLICATE KEY UPDATE locks both). The victim's transaction was rolled
-	// back whole and the write is idempotent under the downstream key, so it
-	// is tried again; a try after the winner committed finds its row by the
-	// plain read that comes first and takes no lock.
-	for try := 1; ; try++ {
-		err = p.db.Write(ctx, func(tx *gorm.DB) error {
-			return p.insertOrFind(tx, &fresh, &cur, &created)
-		})
-		if !errors.Is(err, store.ErrRolledBack) || try == maxTries || ctx.Err() != nil {
-			break
-		}
-	}
+	// back whole and the write is idempotent under the downstream key, so
+	// WriteRetrying runs it again; a run after the winner committed finds
+	// its row by the plain read that comes first and takes no lock.
+	err = p.db.WriteRetrying(ctx, func(tx *gorm.DB) error {
+		return p.insertOrFind(tx, &fresh, &cur, &created)
+	})
 	if err != nil {
 		return payments.Charge{}, fmt.Errorf("sandbox: charge: %w", err)
 	}
@@ -190,13 +181,19 @@ func (p *Provider) insertOrFind(tx *gorm.DB, fresh, cur *chargeRow, created *boo
 // takeAnswer flips the charge's answered flag in one statement; the one call
 // that flips it loses its answer.
 func (p *Provider) takeAnswer(ctx context.Context, r *chargeRow) (lost bool, err error) {
-	res := p.db.Gorm.WithContext(ctx).Table(table).
-		Where("tenant_id = ? AND downstream_key = ? AND answered = ?", r.TenantID, r.DownstreamKey, false).
-		Update("answered", true)
-	if res.Error != nil {
-		return false, fmt.Errorf("sandbox: take the answer: %w", p.db.Classify(res.Error))
+	// A concurrent upsert of the key can make InnoDB roll this update back
+	// as a deadlock's victim; it changed nothing then, and runs again.
+	err = p.db.WriteRetrying(ctx, func(tx *gorm.DB) error {
+		res := tx.Table(table).
+			Where("tenant_id = ? AND downstream_key = ? AND answered = ?", r.TenantID, r.DownstreamKey, false).
+			Update("answered", true)
+		lost = res.RowsAffected == 1
+		return res.Error
+	})
+	if err != nil {
+		return false, fmt.Errorf("sandbox: take the answer: %w", err)
 	}
-	return res.RowsAffected == 1, nil
+	return lost, nil
 }
 
 // loseAnswer blocks like a provider that never answers, until the caller
