@@ -32,7 +32,9 @@ import (
 //   - a completed POST record is final: the replica's copy answers the
 //     replay (shown by deleting the primary's, as a janitor on a clock
 //     ahead would), except within a minute of the record's window end,
-//     when the primary decides.
+//     when the primary decides;
+//   - a replica whose pool is gone: GET, list and a POST replay are the
+//     primary's, never an error.
 func TestReplicaReads(t *testing.T) {
 	t.Parallel()
 	testdb.Postgres(t) // part of the PostgreSQL suite: skip without TEST_DATABASE_URL
@@ -142,6 +144,24 @@ func TestReplicaReads(t *testing.T) {
 	}
 	if n := e.count("transfers", "tenant_id = ?", "acme"); n != 2 {
 		t.Fatalf("%d transfers, want 2 (the primary executed the key it no longer had)", n)
+	}
+
+	// 4. A replica that stops answering is never the answer: every read
+	// goes to the primary.
+	replica, err := e.app.DB.Replica().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = replica.Close()
+	if r := e.do(http.MethodGet, orderPath(id), tokenAcme, nil); r.Status != http.StatusOK || !bytes.Equal(r.Body, older.Body) {
+		t.Fatalf("GET with the replica gone = %d %s; want the primary's version 3 %s", r.Status, r.Body, older.Body)
+	}
+	if !listIDs()[id.String()] {
+		t.Fatal("the list with the replica gone misses the order")
+	}
+	wantReplay(t, e.transfer(tokenAcme, "rp-1", body), again)
+	if n := e.count("transfers", "tenant_id = ?", "acme"); n != 2 {
+		t.Fatalf("%d transfers after a replay with the replica gone, want 2", n)
 	}
 	f.ResumeReplay()
 }
