@@ -3,13 +3,17 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
+	"github.com/retrysafe/retrysafe/internal/faultproxy"
 	"github.com/retrysafe/retrysafe/internal/pgha"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/transfers"
@@ -33,13 +37,22 @@ import (
 //     replay (shown by deleting the primary's, as a janitor on a clock
 //     ahead would), except within a minute of the record's window end,
 //     when the primary decides;
-//   - a replica whose pool is gone: GET, list and a POST replay are the
-//     primary's, never an error.
+//   - a replica that goes silent (a proxy holding its bytes) or whose
+//     pool is gone: GET, list and a POST replay are the primary's, never
+//     an error, the silent one within the request's deadline.
 func TestReplicaReads(t *testing.T) {
 	t.Parallel()
 	testdb.Postgres(t) // part of the PostgreSQL suite: skip without TEST_DATABASE_URL
 	f := pgha.Start(t, pgha.Config{})
-	e := newEnv(t, f.DSN(), func(c *app.Config) { c.Store.ReplicaDSN = f.NodeURL(f.Standby()) })
+	// The replica is reached through a proxy that can go silent.
+	standby := f.Standby()
+	proxy, err := faultproxy.Start(net.JoinHostPort("127.0.0.1", strconv.Itoa(standby.Port)), faultproxy.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	replicaDSN := strings.Replace(f.NodeURL(standby), "127.0.0.1:"+strconv.Itoa(standby.Port), proxy.Addr(), 1)
+	e := newEnv(t, f.DSN(), func(c *app.Config) { c.Store.ReplicaDSN = replicaDSN })
 	if e.app.DB.Replica() == nil {
 		t.Fatal("the store has no replica handle")
 	}
@@ -146,8 +159,20 @@ func TestReplicaReads(t *testing.T) {
 		t.Fatalf("%d transfers, want 2 (the primary executed the key it no longer had)", n)
 	}
 
-	// 4. A replica that stops answering is never the answer: every read
-	// goes to the primary.
+	// 4. A replica that goes silent (the proxy holds every byte) costs a
+	// read its replica timeout, not the request's deadline: GET, list and
+	// a POST replay are the primary's.
+	proxy.Hold()
+	if r := e.do(http.MethodGet, orderPath(id), tokenAcme, nil); r.Status != http.StatusOK || !bytes.Equal(r.Body, older.Body) {
+		t.Fatalf("GET with the replica silent = %d %s; want the primary's version 3 %s", r.Status, r.Body, older.Body)
+	}
+	if !listIDs()[id.String()] {
+		t.Fatal("the list with the replica silent misses the order")
+	}
+	wantReplay(t, e.transfer(tokenAcme, "rp-1", body), again)
+	proxy.Release()
+
+	// 5. A replica whose pool is gone is never the answer either.
 	replica, err := e.app.DB.Replica().DB()
 	if err != nil {
 		t.Fatal(err)

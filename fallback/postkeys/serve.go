@@ -146,11 +146,14 @@ const replicaMargin = time.Minute
 // replica, a failing one or any other finding, replayed is false and the
 // primary decides as if the replica had not been asked.
 func (a *Adapter) replayFromReplica(ctx context.Context, op *operation, at *attempt) (_ outcome, replayed bool, _ error) {
-	r := a.db.Replica()
-	if r == nil {
-		return outcome{}, false, nil
-	}
-	rec, found, err := a.records.Get(ctx, r.WithContext(ctx), at.id)
+	var (
+		rec   Record
+		found bool
+	)
+	err := a.db.ReadReplica(ctx, func(ctx context.Context, r *gorm.DB) (err error) {
+		rec, found, err = a.records.Get(ctx, r, at.id)
+		return err
+	})
 	if err != nil || !found || rec.State != StateCompleted || rec.Fingerprint != at.fingerprint || rec.Expired ||
 		!rec.ExpiresAt.After(a.engine.Now().Add(replicaMargin)) {
 		return outcome{}, false, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"reflect"
 	"slices"
@@ -653,14 +654,26 @@ func etagMatches(field, current string) bool { return matchETag(field, current, 
 func etagMatchesWeak(field, current string) bool { return matchETag(field, current, true) }
 
 func matchETag(field, current string, weak bool) bool {
-	for tag := range strings.SplitSeq(field, ",") {
-		tag = strings.TrimSpace(tag)
-		if weak {
-			tag = strings.TrimPrefix(tag, "W/")
-		}
+	for tag := range etagTags(field, weak) {
 		if tag == "*" || tag == current {
 			return true
 		}
 	}
 	return false
+}
+
+// etagTags yields the tags of an If-Match or If-None-Match field, with
+// weak set stripped of their W/ prefix.
+func etagTags(field string, weak bool) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for tag := range strings.SplitSeq(field, ",") {
+			tag = strings.TrimSpace(tag)
+			if weak {
+				tag = strings.TrimPrefix(tag, "W/")
+			}
+			if !yield(tag) {
+				return
+			}
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -201,8 +200,12 @@ func decodeCursor(s string) (ListPosition, bool) {
 // fails, is never the answer: the primary is read.
 func (c *Collection[Cmd, Model]) getForRequest(g *gin.Context, tenant string, id uuid.UUID) (Result, error) {
 	ctx := g.Request.Context()
-	if r := c.engine.DB().Replica(); r != nil && !noCache(g) {
-		res, err := c.get(ctx, r.WithContext(ctx), tenant, id)
+	if !noCache(g) {
+		var res Result
+		err := c.engine.DB().ReadReplica(ctx, func(ctx context.Context, r *gorm.DB) (err error) {
+			res, err = c.get(ctx, r, tenant, id)
+			return err
+		})
 		if err == nil && !behind(g.GetHeader("If-None-Match"), res.ETag) {
 			return res, nil
 		}
@@ -217,13 +220,17 @@ func (c *Collection[Cmd, Model]) getForRequest(g *gin.Context, tenant string, id
 // repeats an item of the first.
 func (c *Collection[Cmd, Model]) listForRequest(g *gin.Context, req ListRequest) (Page, error) {
 	ctx := g.Request.Context()
-	if r := c.engine.DB().Replica(); r != nil && !noCache(g) {
-		page, err := c.list(ctx, r.WithContext(ctx), req)
-		var fe *framework.Error
-		if err == nil || errors.As(err, &fe) {
-			return page, err // a refused request is refused by the primary alike
+	if !noCache(g) {
+		var page Page
+		err := c.engine.DB().ReadReplica(ctx, func(ctx context.Context, r *gorm.DB) (err error) {
+			page, err = c.list(ctx, r, req)
+			return err
+		})
+		if err == nil {
+			return page, nil
 		}
 	}
+	// A request the list refuses is refused here alike, without a query.
 	return c.List(ctx, req)
 }
 
@@ -254,8 +261,7 @@ func behind(field, current string) bool {
 	if !ok {
 		return true
 	}
-	for tag := range strings.SplitSeq(field, ",") {
-		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+	for tag := range etagTags(field, true) {
 		if tag == "*" || tag == current {
 			continue
 		}
@@ -265,26 +271,4 @@ func behind(field, current string) bool {
 		}
 	}
 	return false
-}
-
-// parseETag splits an ETag of [System.ETag], "VERSION-FP-CREATED", into its
-// version and its creation stamp.
-func parseETag(tag string) (version int64, created string, ok bool) {
-	tag, ok = strings.CutPrefix(tag, `"`)
-	if !ok {
-		return 0, "", false
-	}
-	if tag, ok = strings.CutSuffix(tag, `"`); !ok {
-		return 0, "", false
-	}
-	first := strings.IndexByte(tag, '-')
-	last := strings.LastIndexByte(tag, '-')
-	if first <= 0 || last <= first {
-		return 0, "", false
-	}
-	v, err := strconv.ParseInt(tag[:first], 10, 64)
-	if err != nil {
-		return 0, "", false
-	}
-	return v, tag[last+1:], true
 }

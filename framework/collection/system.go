@@ -68,6 +68,28 @@ func (s *System) ETag() string {
 	return `"` + strconv.FormatInt(s.Version, 10) + "-" + fp + "-" + strconv.FormatInt(s.CreatedAt.UnixMicro(), 36) + `"`
 }
 
+// parseETag splits an ETag of [System.ETag], "VERSION-FP-CREATED", into its
+// version and its creation stamp.
+func parseETag(tag string) (version int64, created string, ok bool) {
+	tag, ok = strings.CutPrefix(tag, `"`)
+	if !ok {
+		return 0, "", false
+	}
+	if tag, ok = strings.CutSuffix(tag, `"`); !ok {
+		return 0, "", false
+	}
+	first := strings.IndexByte(tag, '-')
+	last := strings.LastIndexByte(tag, '-')
+	if first <= 0 || last <= first {
+		return 0, "", false
+	}
+	v, err := strconv.ParseInt(tag[:first], 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	return v, tag[last+1:], true
+}
+
 // normalize puts the timestamps read back from a driver into UTC, so that a
 // representation rendered from a read row is byte-identical to the one
 // rendered when the row was written.

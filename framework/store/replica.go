@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"gorm.io/gorm"
@@ -34,6 +35,7 @@ import (
 // plugin registered on db.Gorm, and pins db.Gorm to the primary under
 // dbresolver.
 func (db *DB) bindReplica(ctx context.Context, cfg Config) error {
+	db.replicaTimeout = cfg.ReplicaTimeout
 	_, resolver := db.Gorm.Config.Plugins[(&dbresolver.DBResolver{}).Name()]
 	if resolver {
 		// dbresolver sends a SELECT outside a transaction to a replica
@@ -70,5 +72,21 @@ func (db *DB) bindReplica(ctx context.Context, cfg Config) error {
 // on the handle given to [New]), or nil when there is none: then every
 // read is the primary's. Only reads whose answer a lag cannot make wrong
 // may use it: the rules are at the top of this file and in
-// docs/scaling.md.
+// docs/scaling.md. [DB.ReadReplica] bounds such a read.
 func (db *DB) Replica() *gorm.DB { return db.replica }
+
+// ErrNoReplica is returned by [DB.ReadReplica] when the store has no
+// replica.
+var ErrNoReplica = errors.New("store: no replica")
+
+// ReadReplica runs read on the replica's handle, with ctx bounded by
+// [Config.ReplicaTimeout]. Any error (none configured: [ErrNoReplica]; the
+// replica failed, or did not answer in time) means: read the primary.
+func (db *DB) ReadReplica(ctx context.Context, read func(ctx context.Context, replica *gorm.DB) error) error {
+	if db.replica == nil {
+		return ErrNoReplica
+	}
+	ctx, cancel := context.WithTimeout(ctx, db.replicaTimeout)
+	defer cancel()
+	return read(ctx, db.replica.WithContext(ctx))
+}

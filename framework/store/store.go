@@ -76,6 +76,11 @@ type Config struct {
 	// primary's driver and settings and sets Replica (and closes it with
 	// [DB.Close]). Ignored by [New] and when Replica is set.
 	ReplicaDSN string
+	// ReplicaTimeout bounds one read on the replica ([DB.ReadReplica]):
+	// past it the framework reads the primary instead, so that a replica
+	// that stops answering costs a request this long, not its deadline.
+	// Defaults to 500ms.
+	ReplicaTimeout time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -100,6 +105,12 @@ func (c *Config) setDefaults() error {
 	if c.TracerProvider == nil {
 		c.TracerProvider = otel.GetTracerProvider()
 	}
+	if c.ReplicaTimeout < 0 {
+		return errors.New("store: ReplicaTimeout must not be negative")
+	}
+	if c.ReplicaTimeout == 0 {
+		c.ReplicaTimeout = 500 * time.Millisecond
+	}
 	return nil
 }
 
@@ -112,6 +123,7 @@ type DB struct {
 	statementTimeout time.Duration
 	tracer           trace.Tracer
 	replica          *gorm.DB
+	replicaTimeout   time.Duration
 	ownedReplica     *sql.DB // opened by Open from ReplicaDSN
 }
 
