@@ -66,7 +66,10 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements [prometheus.Collector]; it reads the gauges from the
-// database with a 2s bound and leaves them out when the read fails.
+// database with a 2s bound and leaves them out when the read fails (the
+// database is down, for instance). It never fails the scrape: an invalid
+// metric would make the registry's handler answer 500, and the process's
+// other metrics would be lost exactly during an outage.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.published.Collect(ch)
 	m.retried.Collect(ch)
@@ -75,7 +78,6 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	st, err := readStats(ctx, m.db)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(m.lagDesc, err)
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(m.lagDesc, prometheus.GaugeValue, lag(st.OldestPending, m.now()))

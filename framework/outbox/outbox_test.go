@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -602,4 +603,40 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
+}
+
+// TestMetricsWithoutTheDatabase: with the database gone, a scrape still
+// succeeds with the relay's counters; only the gauges read from the
+// database are left out.
+func TestMetricsWithoutTheDatabase(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		db := setup(t, dsn)
+		reg := prometheus.NewRegistry()
+		if _, err := outbox.NewRelay(db, outbox.PublisherFunc(func(context.Context, outbox.Event) error { return nil }),
+			outbox.Config{Registerer: reg}); err != nil {
+			t.Fatal(err)
+		}
+		names := func() map[string]bool {
+			t.Helper()
+			families, err := reg.Gather()
+			if err != nil {
+				t.Fatalf("gather: %v", err)
+			}
+			got := map[string]bool{}
+			for _, f := range families {
+				got[f.GetName()] = true
+			}
+			return got
+		}
+		if got := names(); !got["retrysafe_outbox_published_total"] || !got["retrysafe_outbox_lag_seconds"] {
+			t.Fatalf("with the database: %v", got)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := names(); !got["retrysafe_outbox_published_total"] || got["retrysafe_outbox_lag_seconds"] || got["retrysafe_outbox_pending_events"] {
+			t.Fatalf("without the database: %v", got)
+		}
+	})
 }
