@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -155,10 +156,15 @@ func TestFaultFailover(t *testing.T) {
 
 // wantAcked checks row by row that every operation answered 201 is on
 // the final primary as its answer describes it, and names those that are
-// not with the time of their answer and of the switches.
+// not with the time of their answer and of the switches. It reads the rows
+// in chunks of ids: a soak acknowledges hundreds of thousands.
 func wantAcked(t *testing.T, db *gorm.DB, ops []faultOp, finals []response, at []time.Time, switches []switchReport) {
 	t.Helper()
-	var lost []string
+	type acked struct {
+		i    int
+		want string // what the row must say: the version, or the charge
+	}
+	byTable := map[string]map[string]acked{"orders": {}, "payments": {}, "transfers": {}}
 	for i, r := range finals {
 		if r.Status != http.StatusCreated {
 			continue
@@ -171,21 +177,42 @@ func wantAcked(t *testing.T, db *gorm.DB, ops []faultOp, finals []response, at [
 		if err := json.Unmarshal(r.Body, &v); err != nil {
 			t.Fatalf("%s: %v: %s", ops[i].name(), err, r.Body)
 		}
-		var n int64
-		var q *gorm.DB
 		switch {
 		case strings.HasPrefix(v.ID, "pay_"):
-			q = db.Table("payments").Where("tenant_id = ? AND id = ? AND provider_charge_id = ? AND status = ?", "acme", v.ID, v.ProviderChargeID, "succeeded")
+			byTable["payments"][v.ID] = acked{i, v.ProviderChargeID + " succeeded"}
 		case strings.HasPrefix(v.ID, "tr_"):
-			q = db.Table("transfers").Where("tenant_id = ? AND id = ?", "acme", v.ID)
+			byTable["transfers"][v.ID] = acked{i, ""}
 		default:
-			q = db.Table("orders").Where("tenant_id = ? AND id = ? AND version = ?", "acme", v.ID, v.Version)
+			byTable["orders"][v.ID] = acked{i, fmt.Sprint(v.Version)}
 		}
-		if err := q.Count(&n).Error; err != nil {
-			t.Fatal(err)
+	}
+	columns := map[string]string{
+		"orders":    "id, CAST(version AS TEXT) AS got",
+		"payments":  "id, provider_charge_id || ' ' || status AS got",
+		"transfers": "id, '' AS got",
+	}
+	var lost []string
+	for table, want := range byTable {
+		ids := make([]string, 0, len(want))
+		for id := range want {
+			ids = append(ids, id)
 		}
-		if n != 1 {
-			lost = append(lost, fmt.Sprintf("%s answered %s (replayed %q): %s", ops[i].name(), at[i].Format("15:04:05.000"), r.Header.Get("Idempotent-Replayed"), r.Body))
+		found := map[string]string{}
+		for chunk := range slices.Chunk(ids, 5000) {
+			var rows []struct{ ID, Got string }
+			if err := db.Table(table).Select(columns[table]).Where("tenant_id = ? AND id IN ?", "acme", chunk).Scan(&rows).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				found[r.ID] = r.Got
+			}
+		}
+		for id, a := range want {
+			if got, ok := found[id]; !ok || got != a.want {
+				r := finals[a.i]
+				lost = append(lost, fmt.Sprintf("%s answered %s (replayed %q; row %q, want %q): %s", ops[a.i].name(), at[a.i].Format("15:04:05.000"),
+					r.Header.Get("Idempotent-Replayed"), got, a.want, r.Body))
+			}
 		}
 	}
 	if len(lost) > 0 {

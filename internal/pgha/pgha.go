@@ -459,19 +459,7 @@ func (f *Formation) KillPrimary() Node {
 func (f *Formation) StopPrimary() Node {
 	f.tb.Helper()
 	n := f.Primary()
-	p := f.node(n)
-	f.run("stop", "--pgdata", p.pgdata, "--fast")
-	p.mu.Lock()
-	cmd, exited := p.cmd, p.exited
-	p.cmd = nil
-	p.mu.Unlock()
-	if cmd != nil {
-		select {
-		case <-exited:
-		case <-time.After(60 * time.Second):
-			f.tb.Fatalf("pgha: %s did not stop\n%s", n.Name, f.Log())
-		}
-	}
+	f.stop(f.node(n))
 	return n
 }
 
@@ -540,4 +528,61 @@ func (f *Formation) CatchUp() {
 		err := f.query(url, "SELECT pg_last_wal_replay_lsn() >= '"+lsn+"'::pg_lsn", &done)
 		return done, err
 	})
+}
+
+// Restart restarts the formation's PostgreSQL servers, as when both
+// machines reboot: the standby is stopped first (pg_autoctl stop, a fast
+// shutdown) and, once the monitor has seen it go (the primary is in
+// wait_primary), the primary; then the primary starts again and, once it
+// takes writes, the standby. The monitor runs throughout and has no
+// standby to promote while the primary is down, so the primary stays the
+// primary. It returns once the pair is synchronous again, with how long
+// the primary took no writes (from its stop to its first write accepted).
+//
+// Restarting the primary's PostgreSQL alone is not a restart here: its
+// keeper reports Postgres not running, the monitor marks the node
+// unhealthy at once and promotes the standby, which is a failover.
+func (f *Formation) Restart() (down time.Duration) {
+	f.tb.Helper()
+	primary, standby := f.Primary(), f.Standby()
+	f.stop(f.node(standby))
+	f.waitFor("the primary to report wait_primary", func() (bool, error) {
+		var state string
+		err := f.query(f.monitorURL("postgres"), fmt.Sprintf(
+			"SELECT reportedstate || '/' || goalstate FROM pgautofailover.node WHERE nodename = '%s'", primary.Name), &state)
+		return state == "wait_primary/wait_primary", err
+	})
+	stopped := time.Now()
+	f.stop(f.node(primary))
+	f.start(f.node(primary))
+	f.waitFor("the primary to take writes", func() (bool, error) {
+		var ro string
+		err := f.query(f.NodeURL(primary), "SHOW transaction_read_only", &ro)
+		return err == nil && ro == "off", err
+	})
+	down = time.Since(stopped)
+	f.start(f.node(standby))
+	f.WaitReplicated()
+	if now := f.Primary(); now != primary {
+		f.tb.Fatalf("pgha: the restart moved the primary from %s to %s\n%s", primary.Name, now.Name, f.Log())
+	}
+	return down
+}
+
+// stop runs pg_autoctl stop --fast for p and waits until its pg_autoctl
+// run is gone.
+func (f *Formation) stop(p *process) {
+	f.tb.Helper()
+	f.run("stop", "--pgdata", p.pgdata, "--fast")
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.cmd = nil
+	p.mu.Unlock()
+	if cmd != nil {
+		select {
+		case <-exited:
+		case <-time.After(60 * time.Second):
+			f.tb.Fatalf("pgha: %s did not stop\n%s", p.name, f.Log())
+		}
+	}
 }

@@ -11,7 +11,8 @@ import (
 
 // TestSwitchesKeepCommittedRows: a row committed before each switch (the
 // operator's failover, the primary killed, the primary stopped) is on the
-// new primary, which the multi-host DSN finds on its own.
+// new primary, which the multi-host DSN finds on its own; a restart of the
+// whole formation keeps the primary where it was.
 func TestSwitchesKeepCommittedRows(t *testing.T) {
 	t.Parallel()
 	f := pgha.Start(t, pgha.Config{})
@@ -77,5 +78,26 @@ func TestSwitchesKeepCommittedRows(t *testing.T) {
 	f.WaitReplicated()
 	if n := count(); n != 4 {
 		t.Fatalf("rows after three switches = %d, want 4", n)
+	}
+
+	// A restart of the whole formation keeps the primary and the rows;
+	// the server is a new one (its start time moved).
+	var started time.Time
+	if err := db.QueryRowContext(ctx, "SELECT pg_postmaster_start_time()").Scan(&started); err != nil {
+		t.Fatal(err)
+	}
+	primary := f.Primary()
+	f.Restart()
+	step("restarted")
+	exec("INSERT INTO t VALUES (5)")
+	var again time.Time
+	if err := db.QueryRowContext(ctx, "SELECT pg_postmaster_start_time()").Scan(&again); err != nil {
+		t.Fatal(err)
+	}
+	if !again.After(started) || f.Primary() != primary {
+		t.Fatalf("after the restart: started %s (before %s), primary %s (before %s)", again, started, f.Primary().Name, primary.Name)
+	}
+	if n := count(); n != 5 {
+		t.Fatalf("rows after the restart = %d, want 5", n)
 	}
 }
