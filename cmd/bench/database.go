@@ -368,3 +368,43 @@ WHERE "resource_manager/record_type" = 'Transaction/COMMIT'`, from, to).Scan(&n)
 	}
 	return n, nil
 }
+
+// replicaDSN returns dsn, a URL of a hot standby of the -db server, with
+// its path changed to the run's database, which the standby replays.
+func (d *database) replicaDSN(dsn string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("bench: -replica: %w", err)
+	}
+	u.Path = "/" + d.name
+	return u.String(), nil
+}
+
+// waitReplayed returns once the standby at replica has applied every WAL
+// record the primary had written when it was called (a minute at most).
+func (d *database) waitReplayed(ctx context.Context, replica string) error {
+	var lsn string
+	if err := d.admin.QueryRowContext(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+		return err
+	}
+	standby, err := sql.Open("pgx", replica)
+	if err != nil {
+		return err
+	}
+	defer standby.Close()
+	for deadline := time.Now().Add(time.Minute); ; {
+		var done bool
+		err := standby.QueryRowContext(ctx, "SELECT pg_is_in_recovery() AND pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn).Scan(&done)
+		if err == nil && done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: the standby of -replica has not applied %s within a minute (in recovery and caught up: %v, %v)", lsn, done, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

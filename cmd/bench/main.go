@@ -13,6 +13,8 @@
 //	go run ./cmd/bench -db 'mysql://root@127.0.0.1:3306/test' -c 32 -d 3s -rounds 3 -server-proc
 //	go run ./cmd/bench -db postgres://… -scale          # 0, 100k and 1M rows
 //	go run ./cmd/bench -db postgres://… -soak 5m        # mixed load, RSS and goroutines
+//	go run ./cmd/bench -db postgres://PRIMARY… -replica postgres://STANDBY… \
+//	    -scenarios get,post-local-replay,payments-replay  # each again as NAME@replica
 //
 // On PostgreSQL and MariaDB the bench creates a database of its own next
 // to the one -db names and drops it at the end; on PostgreSQL so that
@@ -73,6 +75,7 @@ type options struct {
 	scaleSizes []int
 	janitor    int
 	soak       time.Duration
+	replica    string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -95,8 +98,14 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	sizes := fs.String("scale-sizes", "0,100000,1000000", "scale mode: rows bulk-loaded into the orders and idempotency-record tables")
 	fs.IntVar(&o.janitor, "janitor-rows", 1000000, "scale mode: expired records the janitor deletes under load")
 	fs.DurationVar(&o.soak, "soak", 0, "soak mode: mixed load for this long, sampling the server's RSS and goroutines")
+	fs.StringVar(&o.replica, "replica", "", "a postgres:// URL of a hot standby of -db's server (its path is replaced by the run's database): "+
+		"the scenarios that may read a replica (get, post-local-replay, payments-replay; the legacy POST route replays on the primary) run again, as NAME@replica, "+
+		"on a second server that reads it")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.replica != "" && !strings.HasPrefix(o.replica, "postgres://") && !strings.HasPrefix(o.replica, "postgresql://") {
+		return o, errors.New("-replica must be a postgres:// URL (a hot standby of -db)")
 	}
 	if o.clients < 1 || o.duration <= 0 || o.rounds < 1 || o.prefill < 1 || o.pool < 0 {
 		return o, errors.New("-c, -d, -rounds and -prefill must be positive")
@@ -139,12 +148,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	var srv target
-	if o.serverProc {
-		srv, err = startChild(ctx, db.DSN, o.pool, o.cpuProfile, stderr)
-	} else {
-		srv, err = startInProcess(ctx, db.DSN, o.pool)
+	start := func(replica, cpuProfile string) (target, error) {
+		if o.serverProc {
+			return startChild(ctx, db.DSN, replica, o.pool, cpuProfile, stderr)
+		}
+		return startInProcess(ctx, db.DSN, replica, o.pool)
 	}
+	srv, err := start("", o.cpuProfile)
 	if err != nil {
 		return err
 	}
@@ -152,6 +162,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	b := &bench{o: o, db: db, srv: srv, load: newLoader(srv.URL(), o.clients), stdout: stdout, stderr: stderr,
 		nonce: strconv.FormatInt(time.Now().UnixNano(), 36), dbCPU: serverProcesses[db.Dialect] != nil && localServer(db.DSN)}
+	if o.replica != "" {
+		if db.Dialect != "postgres" {
+			return errors.New("bench: -replica needs a postgres:// -db")
+		}
+		replica, err := db.replicaDSN(o.replica)
+		if err != nil {
+			return err
+		}
+		if b.replica, err = start(replica, ""); err != nil {
+			return err
+		}
+		defer b.replica.Close()
+		b.replicaLoad, b.replicaURL = newLoader(b.replica.URL(), o.clients), replica
+	}
 	st, err := b.stats(ctx)
 	if err != nil {
 		return err
@@ -209,6 +233,11 @@ type bench struct {
 	// dbCPU: the database server (PostgreSQL or MariaDB) runs on this
 	// machine, whose /proc gives its processes' CPU.
 	dbCPU bool
+	// replica is the second server of -replica, which reads the standby
+	// at replicaURL; replicaLoad sends the @replica scenarios to it.
+	replica     target
+	replicaLoad *loader
+	replicaURL  string
 }
 
 func (b *bench) newBar(total int, what string) *progressbar.ProgressBar {
@@ -236,6 +265,14 @@ func (b *bench) runScenarios(ctx context.Context) ([]Result, error) {
 	}
 	if err := b.settle(ctx); err != nil {
 		return nil, err
+	}
+	if b.replica != nil {
+		scs = withReplicaTwins(scs)
+		// The rounds start from a standby that has applied what was
+		// prepared, so that its reads are answered there.
+		if err := b.db.waitReplayed(ctx, b.replicaURL); err != nil {
+			return nil, err
+		}
 	}
 	samples := make([][]*sample, len(scs))
 	for round := range b.o.rounds {
@@ -294,6 +331,14 @@ func (b *bench) settle(ctx context.Context) error {
 // measure runs sc once for d and attaches the server's CPU and, on
 // PostgreSQL, the commits it cost.
 func (b *bench) measure(ctx context.Context, sc *scenario, d time.Duration) (*sample, error) {
+	if sc.onReplica {
+		// The same measure, against the server that reads the standby.
+		on := *b
+		on.srv, on.load, on.replica = b.replica, b.replicaLoad, nil
+		s, err := on.measure(ctx, &scenario{name: sc.name, next: sc.next, allowNon2xx: sc.allowNon2xx}, d)
+		b.runs = on.runs
+		return s, err
+	}
 	c0, err := b.commits(ctx)
 	if err != nil {
 		return nil, err

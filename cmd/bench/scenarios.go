@@ -26,12 +26,37 @@ type scenario struct {
 	// HTTP API, before the timed rounds.
 	prepare func(ctx context.Context, l *loader, n int) error
 	next    func(cl *client) request
+	// replicaReads scenarios may be answered from a replica (GET, a
+	// completed POST's replay); with -replica each runs again as
+	// NAME@replica, onReplica, on the server that reads the standby.
+	replicaReads, onReplica bool
+}
+
+// replicaSuffix names a scenario's run on the server that reads a replica.
+const replicaSuffix = "@replica"
+
+// withReplicaTwins returns scs with, after each scenario that may read a
+// replica, its twin on the replica's server: the same requests, on the
+// same prepared rows.
+func withReplicaTwins(scs []*scenario) []*scenario {
+	var out []*scenario
+	for _, sc := range scs {
+		out = append(out, sc)
+		if sc.replicaReads {
+			out = append(out, &scenario{name: sc.name + replicaSuffix, about: sc.about + ", on a server that reads a hot standby",
+				allowNon2xx: sc.allowNon2xx, next: sc.next, onReplica: true})
+		}
+	}
+	return out
 }
 
 // baselines names the scenarios sc's throughput is compared with, naive
 // first: a create also with the naive create that writes the same outbox
 // event and with the floor, a replay also with the naive replay.
 func (sc *scenario) baselines() []string {
+	if primary, ok := strings.CutSuffix(sc.name, replicaSuffix); ok {
+		return []string{primary}
+	}
 	switch sc.name {
 	case "naive":
 		return nil
@@ -185,7 +210,7 @@ func scenarios() []*scenario {
 			},
 		},
 		{
-			name: "get", about: "GET /v1/orders/{id}",
+			name: "get", replicaReads: true, about: "GET /v1/orders/{id}",
 			prepare: prepareOrders,
 			next: func(cl *client) request {
 				return request{method: http.MethodGet, path: "/v1/orders/" + orderIDs[pick(cl, len(orderIDs))].String()}
@@ -212,7 +237,7 @@ func scenarios() []*scenario {
 			},
 		},
 		{
-			name: "post-local-replay", about: "the same transfer again",
+			name: "post-local-replay", replicaReads: true, about: "the same transfer again",
 			prepare: func(ctx context.Context, l *loader, n int) error {
 				for i := range n {
 					r := request{method: http.MethodPost, path: "/v1/transfers", key: "transfer-replay-" + uuid.NewString(),
@@ -243,7 +268,7 @@ func scenarios() []*scenario {
 			},
 		},
 		{
-			name: "payments-replay", about: "the same payment again",
+			name: "payments-replay", replicaReads: true, about: "the same payment again",
 			prepare: preparePaymentReplay,
 			next:    nextPaymentReplay,
 		},

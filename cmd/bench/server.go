@@ -40,9 +40,9 @@ type benchServer struct {
 	relayDone chan struct{}
 }
 
-func newBenchServer(ctx context.Context, dsn string, pool int) (*benchServer, error) {
+func newBenchServer(ctx context.Context, dsn, replica string, pool int) (*benchServer, error) {
 	gin.SetMode(gin.ReleaseMode)
-	a, err := app.New(ctx, app.Config{DSN: dsn, Store: store.Config{MaxOpenConns: pool}})
+	a, err := app.New(ctx, app.Config{DSN: dsn, Store: store.Config{MaxOpenConns: pool, ReplicaDSN: replica}})
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +153,8 @@ type inProcess struct {
 	url  string
 }
 
-func startInProcess(ctx context.Context, dsn string, pool int) (*inProcess, error) {
-	s, err := newBenchServer(ctx, dsn, pool)
+func startInProcess(ctx context.Context, dsn, replica string, pool int) (*inProcess, error) {
+	s, err := newBenchServer(ctx, dsn, replica, pool)
 	if err != nil {
 		return nil, err
 	}
@@ -187,12 +187,12 @@ type childProcess struct {
 	done chan error
 }
 
-func startChild(ctx context.Context, dsn string, pool int, cpuProfile string, stderr io.Writer) (*childProcess, error) {
+func startChild(ctx context.Context, dsn, replica string, pool int, cpuProfile string, stderr io.Writer) (*childProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"serve", "-db", dsn, "-pool", strconv.Itoa(pool)}
+	args := []string{"serve", "-db", dsn, "-replica", replica, "-pool", strconv.Itoa(pool)}
 	if cpuProfile != "" {
 		args = append(args, "-cpuprofile", cpuProfile)
 	}
@@ -257,6 +257,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dsn := fs.String("db", "", "database DSN")
+	replica := fs.String("replica", "", "a hot standby's DSN the server reads (store.Config.ReplicaDSN)")
 	pool := fs.Int("pool", 0, "pool size")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to this file")
 	if err := fs.Parse(args); err != nil {
@@ -264,7 +265,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := newBenchServer(ctx, *dsn, *pool)
+	s, err := newBenchServer(ctx, *dsn, *replica, *pool)
 	if err != nil {
 		return err
 	}
