@@ -11,7 +11,8 @@ import (
 )
 
 // TestPaymentCreateCostsThreeCommits: a phased payment create commits three
-// transactions on PostgreSQL. The claim of the key commits with the pending
+// write transactions on PostgreSQL, and one read-only: the record of the
+// key read first, which answers a replay alone. The claim of the key commits with the pending
 // payment row and its recovery point (ClaimInFirstPhase); the renewal
 // before the provider call makes no round trip, since that phase has just
 // set the lease (Run.RenewFor); the sandbox provider commits its charge
@@ -30,10 +31,10 @@ func TestPaymentCreateCostsThreeCommits(t *testing.T) {
 		t.Helper()
 		m.perRequest(e.app, what, n, want, send)
 	}
-	check("create", 3, func(i int) {
+	check("create", 4, func(i int) {
 		wantStatus(t, e.pay(tokenAcme, fmt.Sprintf("c-%d", i), paymentBody(100+i, "pm_card_visa")), http.StatusCreated)
 	})
-	check("decline", 3, func(i int) {
+	check("decline", 4, func(i int) {
 		wantStatus(t, e.pay(tokenAcme, fmt.Sprintf("d-%d", i), paymentBody(100+i, "pm_card_declined")), http.StatusPaymentRequired)
 	})
 	check("replay", 1, func(i int) {
@@ -49,8 +50,8 @@ func TestPaymentCreateCostsThreeCommits(t *testing.T) {
 }
 
 // TestPaymentFailPointsKeepTheCommits: with a FailPointFunc that only
-// watches, a payment commits exactly what it commits without one (three
-// transactions), so the crash and fault tests, which set one, run the
+// watches, a payment commits exactly what it commits without one (the
+// read first and three write transactions), so the crash and fault tests, which set one, run the
 // transactions production runs.
 func TestPaymentFailPointsKeepTheCommits(t *testing.T) {
 	m := newCommitMeter(t)
@@ -64,10 +65,10 @@ func TestPaymentFailPointsKeepTheCommits(t *testing.T) {
 	m.quiet(e.app)
 	wantStatus(t, e.pay(tokenAcme, "warm-up", paymentBody(100, "pm_card_visa")), http.StatusCreated)
 	const n = 40
-	m.perRequest(e.app, "create with fail points", n, 3, func(i int) {
+	m.perRequest(e.app, "create with fail points", n, 4, func(i int) {
 		wantStatus(t, e.pay(tokenAcme, fmt.Sprintf("c-%d", i), paymentBody(100+i, "pm_card_visa")), http.StatusCreated)
 	})
-	m.perRequest(e.app, "decline with fail points", n, 3, func(i int) {
+	m.perRequest(e.app, "decline with fail points", n, 4, func(i int) {
 		wantStatus(t, e.pay(tokenAcme, fmt.Sprintf("d-%d", i), paymentBody(100+i, "pm_card_declined")), http.StatusPaymentRequired)
 	})
 	if reached.Load() < 2*n {

@@ -372,19 +372,29 @@ func (a *Adapter) replay(ctx context.Context, db *gorm.DB, op *operation, at *at
 		body: body, replayed: true, metric: framework.OutcomeReplayed}, nil
 }
 
-// servePhased runs a Phased operation: claim (its own commit, or with
+// servePhased runs a Phased operation. The record is read first, outside
+// any transaction, as serveLocal does: a completed record of this request
+// is replayed from that one read, so that a retry costs no claim (the
+// claim of a key already held is a write transaction that rolls back,
+// with ClaimInFirstPhase the first phase's inserts too). Anything else is
+// decided under the claim: claim (its own commit, or with
 // ClaimInFirstPhase the first phase's); when the key is held, decidePost
 // says what to do with the record found: replay it, wait for it, take it
 // over (expired lease: resume from the recovery point; unknown:
 // reconcile), or refuse. A takeover that loses, and a wait, look at the
 // record again.
 func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
+	waitUntil := time.Now().Add(a.cfg.InProgressWait)
+	if rec, found, err := a.records.Get(ctx, a.db.Gorm, at.id); err != nil {
+		return outcome{}, a.db.Classify(err)
+	} else if found && a.decidePhased(at, rec, true, waitUntil).Action == postReplay {
+		return a.replay(ctx, a.db.Gorm.WithContext(ctx), op, at, rec)
+	}
 	// The attempt finishes what it started even if the client goes away
 	// (a retry then finds the outcome stored), bounded by the request's
 	// deadline, or the lease without one: a silent database cannot hold it.
 	ctx, cancel := server.Detach(ctx, a.cfg.LeaseDuration)
 	defer cancel()
-	waitUntil := time.Now().Add(a.cfg.InProgressWait)
 	d := postDecision{Action: postClaim}
 	var rec Record
 	for range maxDecisions {
