@@ -30,8 +30,12 @@ type insertPlan struct {
 	// head is `INSERT INTO "table" ("a","b",…) VALUES `.
 	head   string
 	fields []*schema.Field
-	// sql caches the statement text for n rows (key n), up to
-	// maxCachedRows rows.
+	// question: the dialect's own placeholder is ? (SQLite, the MySQL
+	// family), not $n.
+	question bool
+	// sql caches the statement text for n rows, up to maxCachedRows rows:
+	// with numbered placeholders ($n, what a pipeline queues) at key n,
+	// in the dialect's own spelling (gorm's) at key -n.
 	sql sync.Map
 }
 
@@ -125,6 +129,7 @@ func newInsertPlan(db *gorm.DB, table string, model reflect.Type) *insertPlan {
 	}
 	head.WriteString(") VALUES ")
 	pl.head = head.String()
+	pl.question = placeholder(db, 1) == "?"
 	if !pl.matchesGorm(db, table, model) {
 		return nil
 	}
@@ -184,9 +189,11 @@ func plainValue(f *schema.Field) bool {
 }
 
 // statement returns the INSERT of rows (one addressable struct, or a slice
-// of them) and its arguments. It reports false when a row needs gorm: an
+// of them) and its arguments, with numbered placeholders ($1, $2, …, what
+// a pipeline queues) or, numbered false, in the dialect's own spelling,
+// gorm's. It reports false when a row needs gorm: an
 // autoCreateTime or autoUpdateTime column left zero, which gorm fills in.
-func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value) (string, []any, bool) {
+func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value, numbered bool) (string, []any, bool) {
 	n := 1
 	if rows.Kind() == reflect.Slice {
 		n = rows.Len()
@@ -205,7 +212,12 @@ func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value) (string
 			args = append(args, v)
 		}
 	}
-	if sql, ok := pl.sql.Load(n); ok {
+	question := pl.question && !numbered
+	key := n
+	if !numbered {
+		key = -n
+	}
+	if sql, ok := pl.sql.Load(key); ok {
 		return sql.(string), args, true
 	}
 	var b strings.Builder
@@ -219,6 +231,10 @@ func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value) (string
 			if j > 0 {
 				b.WriteByte(',')
 			}
+			if question {
+				b.WriteByte('?')
+				continue
+			}
 			b.WriteByte('$')
 			b.WriteString(strconv.Itoa(i*len(pl.fields) + j + 1))
 		}
@@ -226,7 +242,7 @@ func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value) (string
 	}
 	sql := b.String()
 	if n <= maxCachedRows {
-		pl.sql.Store(n, sql)
+		pl.sql.Store(key, sql)
 	}
 	return sql, args, true
 }
@@ -248,11 +264,16 @@ func LaterCreate(ctx context.Context, tx *gorm.DB, rows any, wrap func(error) er
 
 // laterInsert queues the INSERT of rows (a pointer to a model, or to a
 // slice of them) into table (the model's own when "") on tx by its plan
-// ([pipeline.LaterSQL]). It reports false, having queued nothing, where the
-// plan does not apply: tx is not pipelined, gorm would split the rows
-// (CreateBatchSize), or the model or a row needs gorm.
+// ([pipeline.LaterSQL]), or, where tx does not pipeline (SQLite, a MySQL
+// pool that does not batch, the application's own transaction), sends it
+// now by the plan, straight to tx's connection: no gorm statement is
+// built either way. On SQLite, one writer at a time, what a write
+// transaction spends in the process it spends holding the database's
+// write lock. It reports false, having written nothing, where the plan
+// does not apply: gorm would split the rows (CreateBatchSize), or the
+// model or a row needs gorm.
 func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap func(error) error) (bool, error) {
-	if !pipeline.Pipelined(tx) || tx.CreateBatchSize > 0 {
+	if tx.CreateBatchSize > 0 || tx.DryRun {
 		// CreateBatchSize: gorm splits a slice into several INSERTs.
 		return false, nil
 	}
@@ -275,11 +296,27 @@ func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap 
 	if pl == nil {
 		return false, nil
 	}
-	sql, args, ok := pl.statement(ctx, rv)
+	pipelined := pipeline.Pipelined(tx)
+	sql, args, ok := pl.statement(ctx, rv, pipelined)
 	if !ok {
 		return false, nil
 	}
-	return true, pipeline.LaterSQL(tx, sql, args, wrap)
+	if pipelined {
+		return true, pipeline.LaterSQL(tx, sql, args, wrap)
+	}
+	start := time.Now()
+	res, err := tx.Statement.ConnPool.ExecContext(ctx, sql, args...)
+	tx.Logger.Trace(ctx, start, func() (string, int64) {
+		n := int64(-1)
+		if err == nil {
+			n, _ = res.RowsAffected()
+		}
+		return tx.Dialector.Explain(sql, args...), n
+	}, err)
+	if err != nil && wrap != nil {
+		return true, wrap(err)
+	}
+	return true, err
 }
 
 // readPlan is the read of one row by its key into a model, as gorm's Take

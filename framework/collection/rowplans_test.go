@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/pipeline"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -88,8 +89,12 @@ func valued(t *testing.T, args []any) string {
 // auto-increment keys, hooks, slices it would expand, auto times left
 // zero) are left to gorm.
 func TestInsertPlanSpellsGormsInsert(t *testing.T) {
+	testdb.Run(t, func(t *testing.T, dsn string) { testInsertPlanSpellsGormsInsert(t, dsn) })
+}
+
+func testInsertPlanSpellsGormsInsert(t *testing.T, dsn string) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, testdb.Postgres(t), store.Config{})
+	db, err := store.Open(ctx, dsn, store.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +121,16 @@ func TestInsertPlanSpellsGormsInsert(t *testing.T) {
 		if pl == nil {
 			t.Fatalf("%s: no plan", model)
 		}
-		sql, args, ok := pl.statement(ctx, rv)
+		// In the dialect's own spelling, the statement sent where the
+		// transaction does not pipeline, it is gorm's text; numbered, as
+		// a pipeline queues it, it differs only in its placeholders.
+		sql, args, ok := pl.statement(ctx, rv, false)
 		if !ok || sql != want.SQL.String() {
 			t.Fatalf("%s:\nplan %s\ngorm %s", model, sql, want.SQL.String())
+		}
+		numbered, _, _ := pl.statement(ctx, rv, true)
+		if got := pipeline.NumberPlaceholders(want.SQL.String()); numbered != got {
+			t.Fatalf("%s numbered:\nplan %s\nwant %s", model, numbered, got)
 		}
 		if valued(t, args) != valued(t, want.Vars) {
 			t.Fatalf("%s arguments:\nplan %#v\ngorm %#v", model, args, want.Vars)
@@ -130,10 +142,10 @@ func TestInsertPlanSpellsGormsInsert(t *testing.T) {
 		}
 	}
 	pl := insertPlanOf(db.Gorm, "t", reflect.TypeFor[planAutoTime]())
-	if _, _, ok := pl.statement(ctx, reflect.ValueOf(&planAutoTime{ID: uuid.New()}).Elem()); ok {
+	if _, _, ok := pl.statement(ctx, reflect.ValueOf(&planAutoTime{ID: uuid.New()}).Elem(), true); ok {
 		t.Error("a row with autoCreateTime left zero is planned; gorm fills it in")
 	}
-	if _, _, ok := pl.statement(ctx, reflect.ValueOf(&planAutoTime{ID: uuid.New(), CreatedAt: now}).Elem()); !ok {
+	if _, _, ok := pl.statement(ctx, reflect.ValueOf(&planAutoTime{ID: uuid.New(), CreatedAt: now}).Elem(), true); !ok {
 		t.Error("a row with its autoCreateTime set is not planned")
 	}
 }
@@ -250,9 +262,9 @@ func TestPlansAreSharedByTransactions(t *testing.T) {
 }
 
 // TestLaterCreateWritesTheModelsTable: LaterCreate writes rows into the
-// model's own table with the transaction, on both dialects (by its plan on
-// PostgreSQL, by gorm on SQLite), and nothing when the transaction rolls
-// back.
+// model's own table with the transaction, on every dialect (by its plan,
+// queued where the transaction pipelines, sent at once on SQLite), and
+// nothing when the transaction rolls back.
 func TestLaterCreateWritesTheModelsTable(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
@@ -293,7 +305,7 @@ func TestInsertPlanBounds(t *testing.T) {
 	pl := insertPlanOf(db.Gorm, "bounded_kids", reflect.TypeFor[planKid]())
 	for _, n := range []int{2, maxCachedRows + 1} {
 		rows := make([]planKid, n)
-		if _, _, ok := pl.statement(ctx, reflect.ValueOf(&rows).Elem()); !ok {
+		if _, _, ok := pl.statement(ctx, reflect.ValueOf(&rows).Elem(), true); !ok {
 			t.Fatalf("%d rows not planned", n)
 		}
 		if _, cached := pl.sql.Load(n); cached != (n <= maxCachedRows) {
