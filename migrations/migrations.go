@@ -18,7 +18,8 @@
 // every store always has the same tables. DDL is not transactional on
 // MySQL: each statement of a mysql/ migration must be safe to run again
 // after a crash half-way (IF NOT EXISTS, IF EXISTS), as its first file
-// says.
+// says; a version table that a crash left without goose's row of version
+// 0 gets that row before goose runs.
 package migrations
 
 import (
@@ -57,6 +58,11 @@ func Apply(ctx context.Context, db *sql.DB, dialect string, source fs.FS, versio
 	if err != nil {
 		return err
 	}
+	if dialect == "mysql" {
+		if err := ensureZeroVersion(ctx, db, versionTable); err != nil {
+			return err
+		}
+	}
 	if _, err := provider.Up(ctx); err != nil {
 		return fmt.Errorf("migrations: up %s: %w", versionTable, err)
 	}
@@ -86,7 +92,7 @@ func newProvider(db *sql.DB, dialect string, source fs.FS, versionTable string) 
 		gooseDialect = goose.DialectSQLite3
 	case "mysql":
 		gooseDialect = goose.DialectMySQL
-		opts = append(opts, goose.WithSessionLocker(namedLock{name: "retrysafe_migrations_" + versionTable}))
+		opts = append(opts, goose.WithSessionLocker(namedLock{name: lockName(versionTable)}))
 	default:
 		return nil, fmt.Errorf("migrations: unknown dialect %q", dialect)
 	}
@@ -166,6 +172,52 @@ func lockID(versionTable string) int64 {
 	}
 	return h & 0x7fffffffffff
 }
+
+// ensureZeroVersion writes goose's row of version 0 into versionTable
+// when the table exists without it. goose creates the table and then
+// inserts that row, and on MySQL the CREATE TABLE commits by itself: a
+// process that stopped between the two left a table on which goose
+// refuses every later Up ("missing zero version migration"). It runs
+// under the migrations' named lock, so that it never races a process
+// that is creating the table.
+func ensureZeroVersion(ctx context.Context, db *sql.DB, versionTable string) (retErr error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	l := namedLock{name: lockName(versionTable)}
+	if err := l.SessionLock(ctx, conn); err != nil {
+		return errors.Join(err, conn.Close())
+	}
+	defer func() {
+		retErr = errors.Join(retErr, l.SessionUnlock(context.WithoutCancel(ctx), conn), conn.Close())
+	}()
+	vs, err := database.NewStore(database.DialectMySQL, versionTable)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if ext, ok := vs.(database.StoreExtender); ok {
+		exists, err := ext.TableExists(ctx, conn)
+		if err != nil || !exists {
+			return wrapZeroVersion(err)
+		}
+	}
+	list, err := vs.ListMigrations(ctx, conn)
+	if err != nil || len(list) > 0 {
+		return wrapZeroVersion(err)
+	}
+	return wrapZeroVersion(vs.Insert(ctx, conn, database.InsertRequest{Version: 0}))
+}
+
+func wrapZeroVersion(err error) error {
+	if err != nil {
+		return fmt.Errorf("migrations: the version table's zero version: %w", err)
+	}
+	return nil
+}
+
+// lockName is the named lock of the migrations versioned in versionTable.
+func lockName(versionTable string) string { return "retrysafe_migrations_" + versionTable }
 
 // namedLock is goose's session lock on MySQL: GET_LOCK, a lock named by
 // the version table that the server holds for the session and drops when

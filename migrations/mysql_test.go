@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pressly/goose/v3/database"
+
 	"github.com/retrysafe/retrysafe/framework/store/storemysql"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/migrations"
@@ -76,6 +78,51 @@ func TestMySQLMigrationsRerunAfterACrash(t *testing.T) {
 	want := "idempotency_records idempotency_records_fence_seq idempotency_resolutions inbox_messages outbox_events outbox_published outbox_sequences " + migrations.VersionTable
 	if got := strings.Join(tables, " "); got != want {
 		t.Fatalf("tables = %s, want %s", got, want)
+	}
+}
+
+// TestMySQLMigrationsRerunAfterACrashBeforeTheZeroVersion: goose creates
+// its version table and then inserts the row of version 0; on MySQL the
+// CREATE TABLE commits at once, so a process that stopped between the two
+// left a version table without that row, on which goose refuses every Up
+// ("missing zero version migration"). Up writes the missing row, under
+// the migrations' named lock, and applies everything; with two processes
+// starting at once, the row is written once.
+func TestMySQLMigrationsRerunAfterACrashBeforeTheZeroVersion(t *testing.T) {
+	t.Parallel()
+	db := openMySQL(t)
+	ctx := context.Background()
+	vs, err := database.NewStore(database.DialectMySQL, migrations.VersionTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vs.CreateVersionTable(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	for range 2 {
+		go func() { done <- migrations.Up(ctx, db, "mysql") }()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var zeros, versions int
+	if err := db.QueryRowContext(ctx, "SELECT SUM(version_id = 0), COUNT(*) FROM "+migrations.VersionTable).Scan(&zeros, &versions); err != nil {
+		t.Fatal(err)
+	}
+	list, err := migrations.Status(ctx, db, "mysql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zeros != 1 || versions != len(list)+1 {
+		t.Fatalf("%d rows of version 0 and %d rows in all, want 1 and %d (the zero and one per migration)", zeros, versions, len(list)+1)
+	}
+	for _, m := range list {
+		if !m.Applied {
+			t.Fatalf("migration %+v is not applied", m)
+		}
 	}
 }
 
