@@ -42,15 +42,7 @@ func TestMySQLMigrationsRerunAfterACrash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	done := make(chan error, 2)
-	for range 2 {
-		go func() { done <- migrations.Up(ctx, db, "mysql") }()
-	}
-	for range 2 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	upTwiceAtOnce(t, db)
 	list, err := migrations.Status(ctx, db, "mysql")
 	if err != nil || len(list) < 4 {
 		t.Fatalf("Status = %+v, %v", list, err)
@@ -81,6 +73,21 @@ func TestMySQLMigrationsRerunAfterACrash(t *testing.T) {
 	}
 }
 
+// upTwiceAtOnce runs Up from two goroutines at once, as two processes
+// starting together would.
+func upTwiceAtOnce(t *testing.T, db *sql.DB) {
+	t.Helper()
+	done := make(chan error, 2)
+	for range 2 {
+		go func() { done <- migrations.Up(context.Background(), db, "mysql") }()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestMySQLMigrationsRerunAfterACrashBeforeTheZeroVersion: goose creates
 // its version table and then inserts the row of version 0; on MySQL the
 // CREATE TABLE commits at once, so a process that stopped between the two
@@ -99,15 +106,7 @@ func TestMySQLMigrationsRerunAfterACrashBeforeTheZeroVersion(t *testing.T) {
 	if err := vs.CreateVersionTable(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 2)
-	for range 2 {
-		go func() { done <- migrations.Up(ctx, db, "mysql") }()
-	}
-	for range 2 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	upTwiceAtOnce(t, db)
 	var zeros, versions int
 	if err := db.QueryRowContext(ctx, "SELECT SUM(version_id = 0), COUNT(*) FROM "+migrations.VersionTable).Scan(&zeros, &versions); err != nil {
 		t.Fatal(err)
