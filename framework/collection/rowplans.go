@@ -332,20 +332,38 @@ type readPlan struct {
 	schema *schema.Schema
 	// sql is the statement by LiveOnly (index 1 skips tombstones).
 	sql [2]string
+	// clock, set where sql is a plain WHERE on the key (no joined row, so
+	// a miss returns no row: [compilingDriver]), reads the clock after a
+	// miss.
+	clock string
+}
+
+// compilingDriver is implemented by a [store.Driver] whose database
+// compiles every statement it runs, each time (SQLite, whose pure-Go
+// driver keeps no compiled statement). The read plan is then a plain
+// WHERE on the key, which compiles in a fraction of the time of the outer
+// join that returns the clock on a miss too, and a miss reads the clock
+// with a second statement: a replay, which finds its row, costs one
+// short statement, and only a new ID pays two.
+type compilingDriver interface {
+	// CompilesEachStatement reports that the database compiles a
+	// statement's text every time it runs it.
+	CompilesEachStatement() bool
 }
 
 // readPlans caches the plan (or nil) of each planKey.
 var readPlans sync.Map
 
 // readPlanOf returns the plan of a read of model from table on db, whose
-// database clock is spelled now ([store.Driver.Now]).
-func readPlanOf(db *gorm.DB, table string, model reflect.Type, now string) *readPlan {
+// database clock is spelled now ([store.Driver.Now]); plain: the row by a
+// plain WHERE and the clock apart after a miss ([compilingDriver]).
+func readPlanOf(db *gorm.DB, table string, model reflect.Type, now string, plain bool) *readPlan {
 	return cachedPlan(&readPlans, db, table, model, func(db *gorm.DB, table string, model reflect.Type) *readPlan {
-		return newReadPlan(db, table, model, now)
+		return newReadPlan(db, table, model, now, plain)
 	})
 }
 
-func newReadPlan(db *gorm.DB, table string, model reflect.Type, now string) *readPlan {
+func newReadPlan(db *gorm.DB, table string, model reflect.Type, now string, plain bool) *readPlan {
 	stmt := &gorm.Statement{DB: db}
 	if err := stmt.Parse(reflect.New(model).Interface()); err != nil || stmt.Schema.AfterFind {
 		return nil
@@ -353,7 +371,13 @@ func newReadPlan(db *gorm.DB, table string, model reflect.Type, now string) *rea
 	t := quote(db, table)
 	on := t + ".tenant_id = " + placeholder(db, 1) + " AND " + t + ".id = " + placeholder(db, 2)
 	base := "SELECT " + now + ", " + t + ".* FROM (SELECT 1) AS " + quote(db, "retrysafe_one") + " LEFT JOIN " + t + " ON " + on
-	return &readPlan{schema: stmt.Schema, sql: [2]string{base, base + " AND " + t + ".deleted_at IS NULL"}}
+	pl := &readPlan{schema: stmt.Schema}
+	if plain {
+		base = "SELECT " + now + ", " + t + ".* FROM " + t + " WHERE " + on
+		pl.clock = "SELECT " + now
+	}
+	pl.sql = [2]string{base, base + " AND " + t + ".deleted_at IS NULL"}
+	return pl
 }
 
 // read loads the row of key into dest (an addressable struct) on db and
@@ -378,7 +402,17 @@ func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, liveOnly 
 	}
 	defer rows.Close()
 	if !rows.Next() {
-		return false, now, cmp.Or(rows.Err(), errNoClockRow)
+		if err := rows.Err(); err != nil || pl.clock == "" {
+			return false, now, cmp.Or(err, errNoClockRow)
+		}
+		if err := rows.Close(); err != nil {
+			return false, now, err
+		}
+		// A miss of a plain read: the clock alone.
+		sql = pl.clock
+		var clock store.DatabaseTime
+		err = db.Statement.ConnPool.QueryRowContext(ctx, pl.clock).Scan(&clock)
+		return false, clock.Time, err
 	}
 	columns, err := rows.Columns()
 	if err != nil {

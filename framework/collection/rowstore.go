@@ -218,6 +218,13 @@ var _ RowStore = gormRowStore{}
 // errors are a unique violation or an unstorable text (Classify).
 type gormRowStore struct{ driver store.Driver }
 
+// compiles reports that the database compiles every statement each time
+// ([compilingDriver]).
+func (s gormRowStore) compiles() bool {
+	d, ok := s.driver.(compilingDriver)
+	return ok && d.CompilesEachStatement()
+}
+
 var keyColumns = []clause.Column{{Name: "tenant_id"}, {Name: "id"}}
 
 func (s gormRowStore) Insert(ctx context.Context, db *gorm.DB, p InsertRowParams) (bool, error) {
@@ -281,7 +288,7 @@ func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (b
 	if !p.ForUpdate && len(p.Preload) == 0 {
 		// A statement fixed per model type, with the database clock in it.
 		if dest := reflect.ValueOf(p.Dest); dest.Kind() == reflect.Pointer && dest.Elem().Kind() == reflect.Struct {
-			if pl := readPlanOf(db, p.Key.Table, dest.Elem().Type(), s.driver.Now()); pl != nil {
+			if pl := readPlanOf(db, p.Key.Table, dest.Elem().Type(), s.driver.Now(), s.compiles()); pl != nil {
 				found, now, err := pl.read(ctx, db, p.Key, p.LiveOnly, dest.Elem())
 				if p.Now != nil {
 					*p.Now = now
