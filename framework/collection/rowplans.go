@@ -408,8 +408,10 @@ func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, liveOnly 
 		if err := rows.Close(); err != nil {
 			return false, now, err
 		}
-		// A miss of a plain read: the clock alone.
-		sql = pl.clock
+		// A miss of a plain read: the clock alone. The row's read is
+		// reported here, the clock's by the deferred report.
+		db.Logger.Trace(ctx, start, func() (string, int64) { return sql, 0 }, nil)
+		start, sql = time.Now(), pl.clock
 		var clock store.DatabaseTime
 		err = db.Statement.ConnPool.QueryRowContext(ctx, pl.clock).Scan(&clock)
 		return false, clock.Time, err
