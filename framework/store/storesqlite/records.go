@@ -26,4 +26,7 @@ var records = recordsql.Spelling{
 	// millisecond (10 s would read 9.999986).
 	AgeSeconds: "round((julianday('now', @off) - julianday(%s)) * 86400.0, 3)",
 	Duration:   func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 6, 64) + " seconds" },
+	// A replay's read of its record goes straight to the connection,
+	// numbered ($n, which SQLite takes), with no gorm statement built.
+	Numbered: true,
 }

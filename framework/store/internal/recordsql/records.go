@@ -147,7 +147,7 @@ func (s *records) Get(ctx context.Context, db *gorm.DB, p *store.RecordGetParams
 	return rows[0].row(), true, nil
 }
 
-// getNumbered is Get on a numbered spelling (PostgreSQL): the statement
+// getNumbered is Get on a numbered spelling (PostgreSQL, SQLite): the statement
 // as spelled and the row scanned column by column, reported to db's gorm
 // logger as gorm would.
 func (s *records) getNumbered(ctx context.Context, db *gorm.DB, q numberedSQL, args map[string]any) (row store.RecordRow, found bool, err error) {

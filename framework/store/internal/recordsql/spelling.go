@@ -20,7 +20,8 @@ type Spelling struct {
 	// Duration spells a duration as the argument Now and Plus take.
 	Duration func(time.Duration) string
 	// Numbered: the hot statements (get, create) run with numbered
-	// placeholders, with no gorm statement built (PostgreSQL).
+	// placeholders, with no gorm statement built (PostgreSQL; SQLite,
+	// which takes $n too, for get: its transactions do not pipeline).
 	Numbered bool
 	// Integer is the type of an integer CAST. Defaults to "INTEGER".
 	Integer string
