@@ -46,6 +46,9 @@ var records = recordsql.Spelling{
 	Duration:   func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) },
 	Integer:    "SIGNED",
 	DrawFence:  "SELECT NEXTVAL(idempotency_records_fence_seq)",
+	// A replay's read of its record goes straight to the connection, with
+	// positional placeholders, with no gorm statement built.
+	Positional: true,
 	Statements: map[string]string{
 		"insert": `INSERT INTO idempotency_records (` + recordsql.ClaimColumns + `)
 SELECT @tenant, @operation, @key, @fingerprint, CAST(@version AS SIGNED), 'in_progress', @point, 1,

@@ -6,7 +6,8 @@ import (
 )
 
 // numberedSQL is a statement of named arguments (@name) spelled with
-// PostgreSQL's numbered placeholders: names[i] is the argument of $i+1.
+// PostgreSQL's numbered placeholders, names[i] the argument of $i+1, or
+// with positional ones (?), names[i] the argument of the i-th.
 type numberedSQL struct {
 	sql   string
 	names []string
@@ -38,6 +39,30 @@ func numberArgs(sql string) numberedSQL {
 			num[name] = n
 		}
 		b.WriteString("$" + strconv.Itoa(n))
+		i = j - 1
+	}
+	out.sql = b.String()
+	return out
+}
+
+// positionalArgs spells sql's named arguments as ?, one an occurrence,
+// for a database without numbered placeholders (the MySQL family).
+func positionalArgs(sql string) numberedSQL {
+	var (
+		b   strings.Builder
+		out numberedSQL
+	)
+	for i := 0; i < len(sql); i++ {
+		if sql[i] != '@' {
+			b.WriteByte(sql[i])
+			continue
+		}
+		j := i + 1
+		for j < len(sql) && nameByte(sql[j]) {
+			j++
+		}
+		out.names = append(out.names, sql[i+1:j])
+		b.WriteByte('?')
 		i = j - 1
 	}
 	out.sql = b.String()

@@ -21,22 +21,45 @@ func TestNumberArgs(t *testing.T) {
 	}
 }
 
+// TestPositionalArgs: each occurrence of a named argument is a ?, and the
+// arguments follow the occurrences, repeats included.
+func TestPositionalArgs(t *testing.T) {
+	q := positionalArgs("SELECT 1 WHERE a = @tenant AND b = (NOW() + INTERVAL @off MICROSECOND) AND c = @tenant AND e = @Key2")
+	if want := "SELECT 1 WHERE a = ? AND b = (NOW() + INTERVAL ? MICROSECOND) AND c = ? AND e = ?"; q.sql != want {
+		t.Fatalf("got %s\nwant %s", q.sql, want)
+	}
+	got := q.values(map[string]any{"off": 0, "tenant": "acme", "Key2": "k", "unused": true})
+	if fmt.Sprint(got) != "[acme 0 acme k]" {
+		t.Fatalf("values %v", got)
+	}
+}
+
 // TestNumberedStatementsHaveEveryArgument: the numbered statements are
 // sent with their arguments by position, where a name the statement uses
 // and its arguments lack would go out as NULL without an error; every
 // name of get and create has its argument.
 func TestNumberedStatementsHaveEveryArgument(t *testing.T) {
+	for _, positional := range []bool{false, true} {
+		testStatementsHaveEveryArgument(t, positional)
+	}
+}
+
+func testStatementsHaveEveryArgument(t *testing.T, positional bool) {
 	s := New(Spelling{
 		Now:        "(clock() + @off)",
 		Plus:       "(clock() + @off + @%s)",
 		NextFence:  "next_fence()",
 		AgeSeconds: "age(%s, @off)",
 		Duration:   func(d time.Duration) string { return d.String() },
-		Numbered:   true,
+		Numbered:   !positional,
+		Positional: positional,
 	}, nil, store.RecordsConfig{}).(*records)
 	args := map[string]map[string]any{
 		"get":    s.args(store.RecordKey{Tenant: "t", Operation: "o", Key: "k"}, nil),
 		"create": s.createArgs(&store.RecordCreateParams{ID: store.RecordKey{Tenant: "t", Operation: "o", Key: "k"}}),
+	}
+	if positional {
+		delete(args, "create") // only get is positional
 	}
 	if len(s.numbered) != len(args) {
 		t.Fatalf("numbered statements %d, checked %d", len(s.numbered), len(args))

@@ -34,8 +34,11 @@ func New(s Spelling, classify func(error) error, cfg store.RecordsConfig) store.
 	for name, q := range s.Statements {
 		rs.sql[name] = r.Replace(q)
 	}
-	if s.Numbered {
+	switch {
+	case s.Numbered:
 		rs.numbered = map[string]numberedSQL{"get": numberArgs(rs.sql["get"]), "create": numberArgs(rs.sql["create"])}
+	case s.Positional:
+		rs.numbered = map[string]numberedSQL{"get": positionalArgs(rs.sql["get"])}
 	}
 	return rs
 }
@@ -147,7 +150,8 @@ func (s *records) Get(ctx context.Context, db *gorm.DB, p *store.RecordGetParams
 	return rows[0].row(), true, nil
 }
 
-// getNumbered is Get on a numbered spelling (PostgreSQL, SQLite): the statement
+// getNumbered is Get on a numbered or positional spelling (PostgreSQL,
+// SQLite, the MySQL family): the statement
 // as spelled and the row scanned column by column, reported to db's gorm
 // logger as gorm would.
 func (s *records) getNumbered(ctx context.Context, db *gorm.DB, q numberedSQL, args map[string]any) (row store.RecordRow, found bool, err error) {

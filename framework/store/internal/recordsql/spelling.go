@@ -23,6 +23,10 @@ type Spelling struct {
 	// placeholders, with no gorm statement built (PostgreSQL; SQLite,
 	// which takes $n too, for get: its transactions do not pipeline).
 	Numbered bool
+	// Positional: the hot read (get) runs with positional placeholders
+	// (?, one an occurrence of a name), with no gorm statement built (the
+	// MySQL family, which has no numbered ones).
+	Positional bool
 	// Integer is the type of an integer CAST. Defaults to "INTEGER".
 	Integer string
 	// DrawFence, when set, is the query that draws a fence token before a
