@@ -18,8 +18,9 @@
 // every store always has the same tables. DDL is not transactional on
 // MySQL: each statement of a mysql/ migration must be safe to run again
 // after a crash half-way (IF NOT EXISTS, IF EXISTS), as its first file
-// says; a version table that a crash left without goose's row of version
-// 0 gets that row before goose runs.
+// says. On MySQL goose's version table and its row of version 0 are
+// written before goose runs, each on its own, so that a crash between the
+// two (or a failed insert) never leaves a table goose refuses.
 package migrations
 
 import (
@@ -59,7 +60,7 @@ func Apply(ctx context.Context, db *sql.DB, dialect string, source fs.FS, versio
 		return err
 	}
 	if dialect == "mysql" {
-		if err := ensureZeroVersion(ctx, db, versionTable); err != nil {
+		if err := ensureVersionTable(ctx, db, versionTable); err != nil {
 			return err
 		}
 	}
@@ -173,14 +174,17 @@ func lockID(versionTable string) int64 {
 	return h & 0x7fffffffffff
 }
 
-// ensureZeroVersion writes goose's row of version 0 into versionTable
-// when the table exists without it. goose creates the table and then
-// inserts that row, and on MySQL the CREATE TABLE commits by itself: a
-// process that stopped between the two left a table on which goose
-// refuses every later Up ("missing zero version migration"). It runs
-// under the migrations' named lock, so that it never races a process
-// that is creating the table.
-func ensureZeroVersion(ctx context.Context, db *sql.DB, versionTable string) (retErr error) {
+// ensureVersionTable creates goose's version table on MySQL, and its row
+// of version 0, unless they are there, under the migrations' named lock,
+// before goose runs. goose would create both in one transaction, but on
+// MySQL a CREATE TABLE commits by itself and is no part of one: a
+// process stopped between the two left a table on which goose refuses
+// every later Up ("missing zero version migration"); the same error
+// ended two loaded test runs in a fresh database, most likely the insert
+// failing in goose's transaction and goose's retry, finding the table,
+// skipping it. Here each runs on its own, the insert retried, and a table
+// found without its row gets the row.
+func ensureVersionTable(ctx context.Context, db *sql.DB, versionTable string) (retErr error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
@@ -196,17 +200,36 @@ func ensureZeroVersion(ctx context.Context, db *sql.DB, versionTable string) (re
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	if ext, ok := vs.(database.StoreExtender); ok {
-		exists, err := ext.TableExists(ctx, conn)
-		if err != nil || !exists {
-			return wrapZeroVersion(err)
+	ext, ok := vs.(database.StoreExtender)
+	if !ok {
+		return fmt.Errorf("migrations: goose's MySQL store cannot tell whether %s exists", versionTable)
+	}
+	exists, err := ext.TableExists(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if !exists {
+		if err := vs.CreateVersionTable(ctx, conn); err != nil {
+			return fmt.Errorf("migrations: create %s: %w", versionTable, err)
 		}
 	}
-	list, err := vs.ListMigrations(ctx, conn)
-	if err != nil || len(list) > 0 {
-		return wrapZeroVersion(err)
+	for attempt := 1; ; attempt++ {
+		list, err := vs.ListMigrations(ctx, conn)
+		if err == nil && len(list) > 0 {
+			return nil
+		}
+		if err == nil {
+			err = vs.Insert(ctx, conn, database.InsertRequest{Version: 0})
+		}
+		if err == nil || attempt == 3 {
+			return wrapZeroVersion(err)
+		}
+		select {
+		case <-ctx.Done():
+			return wrapZeroVersion(errors.Join(err, ctx.Err()))
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return wrapZeroVersion(vs.Insert(ctx, conn, database.InsertRequest{Version: 0}))
 }
 
 func wrapZeroVersion(err error) error {
