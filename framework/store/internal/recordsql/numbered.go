@@ -17,37 +17,30 @@ type numberedSQL struct {
 // digits and underscores) as $1, $2, … (one number per name, however often
 // it occurs).
 func numberArgs(sql string) numberedSQL {
-	var (
-		b   strings.Builder
-		out numberedSQL
-		num = map[string]int{}
-	)
-	for i := 0; i < len(sql); i++ {
-		if sql[i] != '@' {
-			b.WriteByte(sql[i])
-			continue
-		}
-		j := i + 1
-		for j < len(sql) && nameByte(sql[j]) {
-			j++
-		}
-		name := sql[i+1 : j]
+	num := map[string]int{}
+	return spellArgs(sql, func(q *numberedSQL, name string) string {
 		n, ok := num[name]
 		if !ok {
-			out.names = append(out.names, name)
-			n = len(out.names)
+			q.names = append(q.names, name)
+			n = len(q.names)
 			num[name] = n
 		}
-		b.WriteString("$" + strconv.Itoa(n))
-		i = j - 1
-	}
-	out.sql = b.String()
-	return out
+		return "$" + strconv.Itoa(n)
+	})
 }
 
 // positionalArgs spells sql's named arguments as ?, one an occurrence,
 // for a database without numbered placeholders (the MySQL family).
 func positionalArgs(sql string) numberedSQL {
+	return spellArgs(sql, func(q *numberedSQL, name string) string {
+		q.names = append(q.names, name)
+		return "?"
+	})
+}
+
+// spellArgs replaces each named argument of sql by what placeholder
+// returns for it, which also records its name in the statement's names.
+func spellArgs(sql string, placeholder func(q *numberedSQL, name string) string) numberedSQL {
 	var (
 		b   strings.Builder
 		out numberedSQL
@@ -61,8 +54,7 @@ func positionalArgs(sql string) numberedSQL {
 		for j < len(sql) && nameByte(sql[j]) {
 			j++
 		}
-		out.names = append(out.names, sql[i+1:j])
-		b.WriteByte('?')
+		b.WriteString(placeholder(&out, sql[i+1:j]))
 		i = j - 1
 	}
 	out.sql = b.String()
