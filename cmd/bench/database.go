@@ -187,23 +187,35 @@ func (d *database) Close() error {
 // first, as backends publish their counters as they exit, and this waits
 // for them to exit and for the counters to settle. On MariaDB they are the
 // server's COMMIT statements ([database.mariaDBCommits]). -1 on SQLite.
-func (d *database) commits(ctx context.Context) (int64, error) {
+//
+// On PostgreSQL the wait is for the sessions named appName that started
+// before the database's clock read before: the server's pool as it was
+// idled, whose requests are the ones measured. A session the server (a
+// relay) opened since is not waited for, nor is another server's, so
+// that the wait ends as soon as the measured backends have exited. A
+// backend still there after 30 s is an error: the count would miss its
+// commits.
+func (d *database) commits(ctx context.Context, before time.Time, appName string) (int64, error) {
 	switch d.Dialect {
 	case "sqlite":
 		return -1, nil
 	case "mysql":
 		return d.mariaDBCommits(ctx)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); ; {
 		var backends int
 		if err := d.admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
-WHERE datname = $1 AND backend_type = 'client backend'`, d.name).Scan(&backends); err != nil {
+WHERE datname = $1 AND backend_type = 'client backend' AND application_name = $2 AND backend_start < $3`,
+			d.name, appName, before).Scan(&backends); err != nil {
 			return 0, err
 		}
 		if backends == 0 {
 			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("bench: %d backends of the server (%s) were still there 30 s after its pool was idled: their commits cannot be counted", backends, appName)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -371,6 +383,39 @@ WHERE "resource_manager/record_type" = 'Transaction/COMMIT'`, from, to).Scan(&n)
 
 // replicaDSN returns dsn, a URL of a hot standby of the -db server, with
 // its path changed to the run's database, which the standby replays.
+// now reads the database's clock.
+func (d *database) now(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := d.admin.QueryRowContext(ctx, "SELECT clock_timestamp()").Scan(&t)
+	return t, err
+}
+
+// serverAppName is the application_name of a bench server's sessions:
+// the one that reads the standby (-replica) has a name of its own.
+func serverAppName(replica bool) string {
+	if replica {
+		return "retrysafe-bench-replica"
+	}
+	return "retrysafe-bench"
+}
+
+// serverDSN is the DSN a bench server opens: on PostgreSQL it names the
+// sessions (serverAppName), so that [database.commits] can tell the
+// server's backends from every other.
+func (d *database) serverDSN(replica bool) (string, error) {
+	if d.Dialect != "postgres" {
+		return d.DSN, nil
+	}
+	u, err := url.Parse(d.DSN)
+	if err != nil {
+		return "", fmt.Errorf("bench: -db: %w", err)
+	}
+	q := u.Query()
+	q.Set("application_name", serverAppName(replica))
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
 func (d *database) replicaDSN(dsn string) (string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {

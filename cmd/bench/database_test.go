@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -42,7 +45,7 @@ func TestMariaDBMeterCountsEachCommit(t *testing.T) {
 	next := 0
 	// read reads both counters.
 	read := func() (int64, writeMark) {
-		c, err := d.commits(ctx)
+		c, err := d.commits(ctx, time.Time{}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,4 +138,65 @@ func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// TestPostgresMeterWaitsForTheServersBackends: on PostgreSQL a backend
+// publishes its transaction counters at most once a second while it
+// runs, and in full as it exits, so the meter waits for the server's
+// backends to be gone, however long one takes to exit, and for no other
+// session. Here a session of the server commits 20 statements, then is
+// busy for 4 s, then closes: the count has all 21 only if it waited for
+// that backend to exit. A session of another server stays open
+// throughout; waiting for it would end in the meter's error.
+func TestPostgresMeterWaitsForTheServersBackends(t *testing.T) {
+	ctx := context.Background()
+	d, err := openDatabase(ctx, testdb.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	connect := func(replica bool) *pgx.Conn {
+		dsn, err := d.serverDSN(replica)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+	other := connect(true)
+	defer other.Close(ctx)
+	count := func() int64 {
+		before, err := d.now(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := d.commits(ctx, before, serverAppName(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c0 := count()
+	conn := connect(false)
+	const statements = 20
+	for range statements {
+		if _, err := conn.Exec(ctx, "SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := make(chan error, 1)
+	go func() {
+		_, err := conn.Exec(ctx, "SELECT pg_sleep(4)")
+		closed <- errors.Join(err, conn.Close(ctx))
+	}()
+	got := count() - c0
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if got != statements+1 {
+		t.Fatalf("counted %d commits, want %d", got, statements+1)
+	}
 }

@@ -149,10 +149,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	start := func(replica, cpuProfile string) (target, error) {
-		if o.serverProc {
-			return startChild(ctx, db.DSN, replica, o.pool, cpuProfile, stderr)
+		dsn, err := db.serverDSN(replica != "")
+		if err != nil {
+			return nil, err
 		}
-		return startInProcess(ctx, db.DSN, replica, o.pool)
+		if o.serverProc {
+			return startChild(ctx, dsn, replica, o.pool, cpuProfile, stderr)
+		}
+		return startInProcess(ctx, dsn, replica, o.pool)
 	}
 	srv, err := start("", o.cpuProfile)
 	if err != nil {
@@ -160,7 +164,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer srv.Close()
 
-	b := &bench{o: o, db: db, srv: srv, load: newLoader(srv.URL(), o.clients), stdout: stdout, stderr: stderr,
+	b := &bench{o: o, db: db, srv: srv, appName: serverAppName(false), load: newLoader(srv.URL(), o.clients), stdout: stdout, stderr: stderr,
 		nonce: strconv.FormatInt(time.Now().UnixNano(), 36), dbCPU: serverProcesses[db.Dialect] != nil && localServer(db.DSN)}
 	if o.replica != "" {
 		if db.Dialect != "postgres" {
@@ -220,12 +224,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // bench is one run of the bench against one server.
 type bench struct {
-	o      options
-	db     *database
-	srv    target
-	load   *loader
-	stdout io.Writer
-	stderr io.Writer
+	o   options
+	db  *database
+	srv target
+	// appName is the application_name srv's PostgreSQL sessions carry
+	// ([database.serverDSN]).
+	appName string
+	load    *loader
+	stdout  io.Writer
+	stderr  io.Writer
 	// nonce is part of every key and ID, so that two bench runs on one
 	// database never share one.
 	nonce string
@@ -334,7 +341,7 @@ func (b *bench) measure(ctx context.Context, sc *scenario, d time.Duration) (*sa
 	if sc.onReplica {
 		// The same measure, against the server that reads the standby.
 		on := *b
-		on.srv, on.load, on.replica = b.replica, b.replicaLoad, nil
+		on.srv, on.load, on.replica, on.appName = b.replica, b.replicaLoad, nil, serverAppName(true)
 		s, err := on.measure(ctx, &scenario{name: sc.name, next: sc.next, allowNon2xx: sc.allowNon2xx}, d)
 		b.runs = on.runs
 		return s, err
@@ -386,15 +393,21 @@ func (b *bench) measure(ctx context.Context, sc *scenario, d time.Duration) (*sa
 }
 
 // commits reads the commit counter, -1 on SQLite. PostgreSQL publishes
-// a backend's counters as it exits, so the server's pool is idled first;
-// MariaDB's counters are live.
+// a backend's counters as it exits, so the server's pool is idled first
+// and the count waits for every backend the server had open before that
+// to be gone; MariaDB's counters are live.
 func (b *bench) commits(ctx context.Context) (int64, error) {
-	if b.db.Dialect == "postgres" {
-		if err := b.post(ctx, "/_bench/idle", nil); err != nil {
-			return 0, err
-		}
+	if b.db.Dialect != "postgres" {
+		return b.db.commits(ctx, time.Time{}, "")
 	}
-	return b.db.commits(ctx)
+	before, err := b.db.now(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := b.post(ctx, "/_bench/idle", nil); err != nil {
+		return 0, err
+	}
+	return b.db.commits(ctx, before, b.appName)
 }
 
 func (b *bench) stats(ctx context.Context) (serverStats, error) {

@@ -100,10 +100,17 @@ func (s *benchServer) serveBench(w http.ResponseWriter, r *http.Request) {
 		}
 		out = st
 	case "/_bench/idle":
-		// Closing the idle connections ends their backends, which publish
-		// their transaction counters to pg_stat_database as they exit.
+		// Closing the pool's connections ends their backends, which
+		// publish their transaction counters to pg_stat_database as they
+		// exit. With no idle connection allowed, one in use (a relay's)
+		// is closed as it is released: this waits, for 5 s at most, until
+		// every connection open when it was called is closed, so that the
+		// caller can wait for each of their backends to exit.
 		sqlDB := s.app.DB.SQL()
 		sqlDB.SetMaxIdleConns(0)
+		for deadline := time.Now().Add(5 * time.Second); sqlDB.Stats().InUse > 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		sqlDB.SetMaxIdleConns(s.pool)
 		out = map[string]int{"open": sqlDB.Stats().OpenConnections}
 	case "/_bench/janitor":
