@@ -15,13 +15,17 @@ import (
 // process (no sockets), so that the figures are the engine's and the
 // database's.
 func benchApp(b *testing.B, dialect string) http.Handler {
+	return benchDemo(b, dialect).Handler()
+}
+
+func benchDemo(b *testing.B, dialect string) *app.App {
 	b.Helper()
 	a, err := app.New(context.Background(), app.Config{DSN: testdb.New(b, dialect)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = a.Close() })
-	return a.Handler()
+	return a
 }
 
 func serve(b *testing.B, h http.Handler, method, path string, body []byte, want int) {
@@ -51,10 +55,16 @@ func BenchmarkPutCreate(b *testing.B) {
 func BenchmarkPutReplay(b *testing.B) {
 	for _, dialect := range testdb.Dialects() {
 		b.Run(dialect, func(b *testing.B) {
-			h := benchApp(b, dialect)
+			a := benchDemo(b, dialect)
+			h := a.Handler()
 			body := orderBody(2, "10.00")
 			path := orderPath(uuid.New())
 			serve(b, h, "PUT", path, body, http.StatusCreated)
+			// The replays on a connection that has served no write, as
+			// on a replica's pool or in a pool that mostly replays.
+			sqlDB := a.DB.SQL()
+			sqlDB.SetMaxIdleConns(0)
+			sqlDB.SetMaxIdleConns(2)
 			b.ReportAllocs()
 			for b.Loop() {
 				serve(b, h, "PUT", path, body, http.StatusCreated)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
@@ -351,6 +352,18 @@ type compilingDriver interface {
 	CompilesEachStatement() bool
 }
 
+// uuidArgDriver is implemented by a [store.Driver] that sends a UUID
+// parameter better as a value of its own than as a uuid.UUID (PostgreSQL:
+// pgx encodes a uuid.UUID through its driver.Valuer, a string, on a
+// connection no write transaction has taught otherwise). The read plan,
+// which runs on the pool outside any transaction, passes the key's ID as
+// that value.
+type uuidArgDriver interface {
+	// UUIDArg returns id as the parameter the database's driver encodes
+	// directly, for a uuid column and for a text one.
+	UUIDArg(id uuid.UUID) any
+}
+
 // readPlans caches the plan (or nil) of each planKey.
 var readPlans sync.Map
 
@@ -381,9 +394,10 @@ func newReadPlan(db *gorm.DB, table string, model reflect.Type, now string, plai
 }
 
 // read loads the row of key into dest (an addressable struct) on db and
-// returns whether there was one and the database clock as of the read. The
-// statement is reported to db's gorm logger as gorm would report it.
-func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, liveOnly bool, dest reflect.Value) (found bool, now time.Time, err error) {
+// returns whether there was one and the database clock as of the read;
+// id is key.ID as the parameter sent ([uuidArgDriver]). The statement is
+// reported to db's gorm logger as gorm would report it.
+func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, id any, liveOnly bool, dest reflect.Value) (found bool, now time.Time, err error) {
 	sql := pl.sql[0]
 	if liveOnly {
 		sql = pl.sql[1]
@@ -396,7 +410,7 @@ func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, liveOnly 
 		}
 		db.Logger.Trace(ctx, start, func() (string, int64) { return sql, n }, err)
 	}()
-	rows, err := db.Statement.ConnPool.QueryContext(ctx, sql, key.Tenant, key.ID)
+	rows, err := db.Statement.ConnPool.QueryContext(ctx, sql, key.Tenant, id)
 	if err != nil {
 		return false, now, err
 	}

@@ -213,7 +213,7 @@ func TestReadPlanReadsAsGormTakes(t *testing.T) {
 			if tc.found != (err == nil) {
 				t.Fatalf("gorm's Take of %v (live only %v): %v", tc.id, tc.liveOnly, err)
 			}
-			found, clock, err := pl.read(ctx, g, RowKey{Table: "plan_parents", Tenant: "acme", ID: tc.id}, tc.liveOnly, reflect.ValueOf(&got).Elem())
+			found, clock, err := pl.read(ctx, g, RowKey{Table: "plan_parents", Tenant: "acme", ID: tc.id}, tc.id, tc.liveOnly, reflect.ValueOf(&got).Elem())
 			if err != nil || found != tc.found || clock.IsZero() {
 				t.Fatalf("plan read of %v (live only %v): %v %v, database clock %v", tc.id, tc.liveOnly, found, err, clock)
 			}

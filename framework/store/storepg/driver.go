@@ -322,6 +322,13 @@ func tryWrapUUIDEncodePlan(value any) (pgtype.WrappedEncodePlanNextSetter, any, 
 	return nil, nil, false
 }
 
+// UUIDArg returns id as a pgtype.UUID, which pgx encodes as its 16 bytes
+// for a uuid parameter on every connection, one [registerTypes] has not
+// taught (a pool connection that has served no write transaction) too,
+// and through its string for a text one. The framework's read of a row by
+// its key, which runs on the pool, sends its ID so.
+func (Driver) UUIDArg(id uuid.UUID) any { return pgtype.UUID{Bytes: id, Valid: true} }
+
 // uuidEncodePlan encodes a uuid.UUID as its [16]byte. For a parameter that
 // is not a uuid (a text column) pgx finds no plan for the bytes and goes
 // on to the Valuer's string, as before.
