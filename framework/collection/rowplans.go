@@ -1,8 +1,8 @@
 package collection
 
 import (
-	"cmp"
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"reflect"
@@ -394,13 +394,14 @@ func newReadPlan(db *gorm.DB, table string, model reflect.Type, now string, plai
 }
 
 // read loads the row of key into dest (an addressable struct) on db and
-// returns whether there was one and the database clock as of the read;
-// id is key.ID as the parameter sent ([uuidArgDriver]). The statement is
-// reported to db's gorm logger as gorm would report it.
-func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, id any, liveOnly bool, dest reflect.Value) (found bool, now time.Time, err error) {
-	sql := pl.sql[0]
+// returns whether there was one and the database clock as of the read,
+// through drv's own row read where it has one ([nativeRowDriver]) and
+// with the ID as drv sends it ([uuidArgDriver]); drv may be nil. The
+// statement is reported to db's gorm logger as gorm would report it.
+func (pl *readPlan) read(ctx context.Context, db *gorm.DB, drv store.Driver, key RowKey, liveOnly bool, dest reflect.Value) (found bool, now time.Time, err error) {
+	query := pl.sql[0]
 	if liveOnly {
-		sql = pl.sql[1]
+		query = pl.sql[1]
 	}
 	start := time.Now()
 	defer func() {
@@ -408,50 +409,61 @@ func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, id any, l
 		if found {
 			n = 1
 		}
-		db.Logger.Trace(ctx, start, func() (string, int64) { return sql, n }, err)
+		db.Logger.Trace(ctx, start, func() (string, int64) { return query, n }, err)
 	}()
-	rows, err := db.Statement.ConnPool.QueryContext(ctx, sql, key.Tenant, id)
+	var id any = key.ID
+	if d, ok := drv.(uuidArgDriver); ok {
+		id = d.UUIDArg(key.ID)
+	}
+	var clock store.DatabaseTime
+	var values []any
+	var fields []*schema.Field
+	tenant := -1
+	// destOf returns the destinations of the row's columns: the clock,
+	// then each column into the model's field of that name through the
+	// field's value pool, an unknown column into a throwaway.
+	destOf := func(columns []string) []any {
+		values = make([]any, len(columns))
+		fields = make([]*schema.Field, len(columns))
+		values[0] = &clock
+		for i, c := range columns[1:] {
+			i++
+			if f := pl.schema.LookUpField(c); f != nil && f.Readable {
+				fields[i], values[i] = f, f.NewValuePool.Get()
+				if f.DBName == "tenant_id" {
+					tenant = i
+				}
+			} else {
+				values[i] = new(any)
+			}
+		}
+		return values
+	}
+	got, native := false, false
+	if d, ok := drv.(nativeRowDriver); ok {
+		if pool, ok := db.Statement.ConnPool.(*sql.DB); ok {
+			got, err = d.QueryRow(ctx, pool, query, []any{key.Tenant, id}, destOf)
+			// A connection found broken before the statement was sent:
+			// database/sql's read below takes another.
+			native = !errors.Is(err, driver.ErrBadConn)
+		}
+	}
+	if !native {
+		got, err = queryRow(ctx, db.Statement.ConnPool, query, []any{key.Tenant, id}, destOf)
+	}
 	if err != nil {
 		return false, now, err
 	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil || pl.clock == "" {
-			return false, now, cmp.Or(err, errNoClockRow)
-		}
-		if err := rows.Close(); err != nil {
-			return false, now, err
+	if !got {
+		if pl.clock == "" {
+			return false, now, errNoClockRow
 		}
 		// A miss of a plain read: the clock alone. The row's read is
 		// reported here, the clock's by the deferred report.
-		db.Logger.Trace(ctx, start, func() (string, int64) { return sql, 0 }, nil)
-		start, sql = time.Now(), pl.clock
-		var clock store.DatabaseTime
+		db.Logger.Trace(ctx, start, func() (string, int64) { return query, 0 }, nil)
+		start, query = time.Now(), pl.clock
 		err = db.Statement.ConnPool.QueryRowContext(ctx, pl.clock).Scan(&clock)
 		return false, clock.Time, err
-	}
-	columns, err := rows.Columns()
-	if err != nil {
-		return false, now, err
-	}
-	var clock store.DatabaseTime
-	values := make([]any, len(columns))
-	fields := make([]*schema.Field, len(columns))
-	values[0] = &clock
-	tenant := -1
-	for i, c := range columns[1:] {
-		i++
-		if f := pl.schema.LookUpField(c); f != nil && f.Readable {
-			fields[i], values[i] = f, f.NewValuePool.Get()
-			if f.DBName == "tenant_id" {
-				tenant = i
-			}
-		} else {
-			values[i] = new(any)
-		}
-	}
-	if err := rows.Scan(values...); err != nil {
-		return false, now, err
 	}
 	// A miss is the joined row's NULLs: tenant_id, NOT NULL in a row, is
 	// scanned into a pointer left nil.
@@ -467,7 +479,41 @@ func (pl *readPlan) read(ctx context.Context, db *gorm.DB, key RowKey, id any, l
 		}
 		f.NewValuePool.Put(values[i])
 	}
-	return found, clock.Time, rows.Close()
+	return found, clock.Time, nil
+}
+
+// nativeRowDriver is implemented by a [store.Driver] that runs a statement
+// of at most one row through its database driver's own interface
+// (storepg: pgx), without database/sql's conversion of each column into
+// a driver.Value and then into its destination. The read plan reads
+// through it on the pool: a PUT's read-first, a replay's only statement.
+type nativeRowDriver interface {
+	// QueryRow runs query with args on a connection of pool and, when it
+	// returns a row, scans the row into dest(columns), the destinations of
+	// its columns by name, and reports true. An error that is
+	// driver.ErrBadConn says that the connection was found broken before
+	// the statement reached the database: nothing ran.
+	QueryRow(ctx context.Context, pool *sql.DB, query string, args []any, dest func(columns []string) []any) (bool, error)
+}
+
+// queryRow is [nativeRowDriver.QueryRow] through database/sql, on pool.
+func queryRow(ctx context.Context, pool gorm.ConnPool, query string, args []any, dest func(columns []string) []any) (bool, error) {
+	rows, err := pool.QueryContext(ctx, query, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return false, rows.Err()
+	}
+	columns, err := rows.Columns()
+	if err != nil {
+		return false, err
+	}
+	if err := rows.Scan(dest(columns)...); err != nil {
+		return false, err
+	}
+	return true, rows.Close()
 }
 
 // errNoClockRow: the read plan's statement, which always returns one row,

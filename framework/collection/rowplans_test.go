@@ -213,12 +213,17 @@ func TestReadPlanReadsAsGormTakes(t *testing.T) {
 			if tc.found != (err == nil) {
 				t.Fatalf("gorm's Take of %v (live only %v): %v", tc.id, tc.liveOnly, err)
 			}
-			found, clock, err := pl.read(ctx, g, RowKey{Table: "plan_parents", Tenant: "acme", ID: tc.id}, tc.id, tc.liveOnly, reflect.ValueOf(&got).Elem())
-			if err != nil || found != tc.found || clock.IsZero() {
-				t.Fatalf("plan read of %v (live only %v): %v %v, database clock %v", tc.id, tc.liveOnly, found, err, clock)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("plan read %+v\ngorm's Take %+v", got, want)
+			// Through database/sql (no driver), and through the driver's
+			// own row read where it has one (PostgreSQL: pgx).
+			for _, drv := range []store.Driver{nil, db.Driver} {
+				got = planParent{}
+				found, clock, err := pl.read(ctx, g, drv, RowKey{Table: "plan_parents", Tenant: "acme", ID: tc.id}, tc.liveOnly, reflect.ValueOf(&got).Elem())
+				if err != nil || found != tc.found || clock.IsZero() {
+					t.Fatalf("plan read by %T of %v (live only %v): %v %v, database clock %v", drv, tc.id, tc.liveOnly, found, err, clock)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("plan read by %T %+v\ngorm's Take %+v", drv, got, want)
+				}
 			}
 		}
 	})

@@ -225,14 +225,6 @@ func (s gormRowStore) compiles() bool {
 	return ok && d.CompilesEachStatement()
 }
 
-// uuidArg is id as the driver sends it best ([uuidArgDriver]).
-func (s gormRowStore) uuidArg(id uuid.UUID) any {
-	if d, ok := s.driver.(uuidArgDriver); ok {
-		return d.UUIDArg(id)
-	}
-	return id
-}
-
 var keyColumns = []clause.Column{{Name: "tenant_id"}, {Name: "id"}}
 
 func (s gormRowStore) Insert(ctx context.Context, db *gorm.DB, p InsertRowParams) (bool, error) {
@@ -297,7 +289,7 @@ func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (b
 		// A statement fixed per model type, with the database clock in it.
 		if dest := reflect.ValueOf(p.Dest); dest.Kind() == reflect.Pointer && dest.Elem().Kind() == reflect.Struct {
 			if pl := readPlanOf(db, p.Key.Table, dest.Elem().Type(), s.driver.Now(), s.compiles()); pl != nil {
-				found, now, err := pl.read(ctx, db, p.Key, s.uuidArg(p.Key.ID), p.LiveOnly, dest.Elem())
+				found, now, err := pl.read(ctx, db, s.driver, p.Key, p.LiveOnly, dest.Elem())
 				if p.Now != nil {
 					*p.Now = now
 				}
