@@ -61,6 +61,7 @@ func BenchmarkLegacyPostReplay(b *testing.B) {
 				b.Fatalf("status %d: %s", rec.Code, rec.Body)
 			}
 			b.ReportAllocs()
+			defer reportCPU(b)()
 			for b.Loop() {
 				rec := serveInProcess(h, http.MethodPost, "/v1/orders", body, "Idempotency-Key", "bench")
 				if rec.Code != http.StatusCreated || rec.Header().Get("Idempotent-Replayed") != "true" {
@@ -83,6 +84,7 @@ func BenchmarkPaymentReplay(b *testing.B) {
 				b.Fatalf("status %d: %s", rec.Code, rec.Body)
 			}
 			b.ReportAllocs()
+			defer reportCPU(b)()
 			for b.Loop() {
 				rec := serveInProcess(h, http.MethodPost, "/v1/payments", body, "Idempotency-Key", "bench")
 				if rec.Code != http.StatusCreated || rec.Header().Get("Idempotent-Replayed") != "true" {

@@ -86,6 +86,7 @@ func BenchmarkTransferReplay(b *testing.B) {
 			body := transferBody("acc_a", "acc_b", 1, "EUR")
 			tb.post(b, "bench-replay", body, false)
 			tb.run(b, func() {
+				defer reportCPU(b)()
 				for b.Loop() {
 					tb.post(b, "bench-replay", body, true)
 				}

@@ -2,7 +2,6 @@ package collection
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"reflect"
@@ -395,7 +394,7 @@ func newReadPlan(db *gorm.DB, table string, model reflect.Type, now string, plai
 
 // read loads the row of key into dest (an addressable struct) on db and
 // returns whether there was one and the database clock as of the read,
-// through drv's own row read where it has one ([nativeRowDriver]) and
+// through drv's own row read where it has one ([store.QueryRow]) and
 // with the ID as drv sends it ([uuidArgDriver]); drv may be nil. The
 // statement is reported to db's gorm logger as gorm would report it.
 func (pl *readPlan) read(ctx context.Context, db *gorm.DB, drv store.Driver, key RowKey, liveOnly bool, dest reflect.Value) (found bool, now time.Time, err error) {
@@ -439,18 +438,7 @@ func (pl *readPlan) read(ctx context.Context, db *gorm.DB, drv store.Driver, key
 		}
 		return values
 	}
-	got, native := false, false
-	if d, ok := drv.(nativeRowDriver); ok {
-		if pool, ok := db.Statement.ConnPool.(*sql.DB); ok {
-			got, err = d.QueryRow(ctx, pool, query, []any{key.Tenant, id}, destOf)
-			// A connection found broken before the statement was sent:
-			// database/sql's read below takes another.
-			native = !errors.Is(err, driver.ErrBadConn)
-		}
-	}
-	if !native {
-		got, err = queryRow(ctx, db.Statement.ConnPool, query, []any{key.Tenant, id}, destOf)
-	}
+	got, err := store.QueryRow(ctx, drv, db.Statement.ConnPool, query, []any{key.Tenant, id}, destOf)
 	if err != nil {
 		return false, now, err
 	}
@@ -480,40 +468,6 @@ func (pl *readPlan) read(ctx context.Context, db *gorm.DB, drv store.Driver, key
 		f.NewValuePool.Put(values[i])
 	}
 	return found, clock.Time, nil
-}
-
-// nativeRowDriver is implemented by a [store.Driver] that runs a statement
-// of at most one row through its database driver's own interface
-// (storepg: pgx), without database/sql's conversion of each column into
-// a driver.Value and then into its destination. The read plan reads
-// through it on the pool: a PUT's read-first, a replay's only statement.
-type nativeRowDriver interface {
-	// QueryRow runs query with args on a connection of pool and, when it
-	// returns a row, scans the row into dest(columns), the destinations of
-	// its columns by name, and reports true. An error that is
-	// driver.ErrBadConn says that the connection was found broken before
-	// the statement reached the database: nothing ran.
-	QueryRow(ctx context.Context, pool *sql.DB, query string, args []any, dest func(columns []string) []any) (bool, error)
-}
-
-// queryRow is [nativeRowDriver.QueryRow] through database/sql, on pool.
-func queryRow(ctx context.Context, pool gorm.ConnPool, query string, args []any, dest func(columns []string) []any) (bool, error) {
-	rows, err := pool.QueryContext(ctx, query, args...)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		return false, rows.Err()
-	}
-	columns, err := rows.Columns()
-	if err != nil {
-		return false, err
-	}
-	if err := rows.Scan(dest(columns)...); err != nil {
-		return false, err
-	}
-	return true, rows.Close()
 }
 
 // errNoClockRow: the read plan's statement, which always returns one row,

@@ -25,4 +25,5 @@ var records = recordsql.Spelling{
 	AgeSeconds: "CAST(EXTRACT(EPOCH FROM (statement_timestamp() + CAST(@off AS interval) - %s)) AS DOUBLE PRECISION)",
 	Duration:   func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) + " microseconds" },
 	Numbered:   true,
+	Rows:       Driver{},
 }

@@ -9,15 +9,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// QueryRow runs query, which returns at most one row, through pgx on a
-// connection of pool, and scans its row into dest(columns): pgx decodes
-// each column into its destination, where database/sql would have pgx
-// make a driver.Value of it first and then convert that. The framework
-// reads a row by its key so (a PUT's read-first, a replay's only
-// statement). A statement that failed before reaching the server (the
-// connection was found broken) returns driver.ErrBadConn with the cause,
-// and the connection is dropped: the caller reads through database/sql,
-// which retries on another.
+// QueryRow is [store.RowQuerier]: it runs query, which returns at most
+// one row, through pgx on a connection of pool, and pgx decodes each
+// column into its destination, where database/sql would have pgx make a
+// driver.Value of it first and then convert that. A statement that failed
+// before reaching the server (the connection was found broken) returns
+// driver.ErrBadConn with the cause, and the connection is dropped.
 func (Driver) QueryRow(ctx context.Context, pool *sql.DB, query string, args []any, dest func(columns []string) []any) (bool, error) {
 	conn, err := pool.Conn(ctx)
 	if err != nil {

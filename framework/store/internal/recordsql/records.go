@@ -163,22 +163,13 @@ func (s *records) getNumbered(ctx context.Context, db *gorm.DB, q numberedSQL, a
 		}
 		db.Logger.Trace(ctx, start, func() (string, int64) { return q.sql, n }, err)
 	}()
-	rows, err := db.Statement.ConnPool.QueryContext(ctx, q.sql, q.values(args)...)
-	if err != nil {
-		return store.RecordRow{}, false, err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		return store.RecordRow{}, false, rows.Err()
-	}
 	var r recordRow
-	if err := rows.Scan(&r.TenantID, &r.Operation, &r.IdemKey, &r.Fingerprint, &r.FingerprintVersion, &r.State,
-		&r.RecoveryPoint, &r.Attempt, &r.Fence, &r.LockedUntil, &r.ResponseStatus, &r.ResponseHeaders,
-		&r.ResponseBody, &r.ResponseTruncated, &r.ResourceRef, &r.ErrorCode, &r.CreatedAt, &r.UpdatedAt,
-		&r.ExpiresAt, &r.Expired, &r.LeaseExpired); err != nil {
+	dest := func([]string) []any { return r.dests() }
+	found, err = store.QueryRow(ctx, s.s.Rows, db.Statement.ConnPool, q.sql, q.values(args), dest)
+	if err != nil || !found {
 		return store.RecordRow{}, false, err
 	}
-	return r.row(), true, rows.Close()
+	return r.row(), true, nil
 }
 
 func (s *records) Takeover(ctx context.Context, db *gorm.DB, p *store.RecordTakeoverParams) (store.RecordClaim, bool, error) {
@@ -339,6 +330,15 @@ type recordRow struct {
 	ExpiresAt          time.Time  `gorm:"column:expires_at"`
 	Expired            int        `gorm:"column:expired"`
 	LeaseExpired       int        `gorm:"column:lease_expired"`
+}
+
+// dests are the destinations of the columns of a record, in the order
+// [recordColumns] reads them.
+func (r *recordRow) dests() []any {
+	return []any{&r.TenantID, &r.Operation, &r.IdemKey, &r.Fingerprint, &r.FingerprintVersion, &r.State,
+		&r.RecoveryPoint, &r.Attempt, &r.Fence, &r.LockedUntil, &r.ResponseStatus, &r.ResponseHeaders,
+		&r.ResponseBody, &r.ResponseTruncated, &r.ResourceRef, &r.ErrorCode, &r.CreatedAt, &r.UpdatedAt,
+		&r.ExpiresAt, &r.Expired, &r.LeaseExpired}
 }
 
 func (r *recordRow) row() store.RecordRow {

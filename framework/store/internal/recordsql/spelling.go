@@ -27,6 +27,9 @@ type Spelling struct {
 	// (?, one an occurrence of a name), with no gorm statement built (the
 	// MySQL family, which has no numbered ones).
 	Positional bool
+	// Rows, when it is a [store.RowQuerier], runs the numbered or
+	// positional read (get) on the pool ([store.QueryRow]).
+	Rows any
 	// Integer is the type of an integer CAST. Defaults to "INTEGER".
 	Integer string
 	// DrawFence, when set, is the query that draws a fence token before a
