@@ -40,31 +40,13 @@ import (
 // answers seen meanwhile.
 func TestFaultFailover(t *testing.T) {
 	t.Parallel()
-	testdb.Postgres(t) // part of the PostgreSQL suite: skip without TEST_DATABASE_URL
-	f := pgha.Start(t, pgha.Config{})
-	dsn := f.DSN()
-	bin := demoproc.Build(t)
-	args := append([]string{"-lease", "2s", "-recovery-interval", "200ms"}, keepEvents...)
-	proc := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: args})
-	// A second process holds each payment 6s after its charge: the third
-	// switch stops the primary while one is held there.
-	held := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: append(args, "-pause-at", "after_charge=6s")})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("formation:\n%s\ndemo:\n%s", f.Log(), proc.Log())
-		}
-	})
-
 	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(faultScale(6, 15))*time.Minute)
 	defer cancel()
-	seen := &answers{}
-	client := &http.Client{Timeout: 20 * time.Second, Transport: seen.observe(http.DefaultTransport)}
-	tally := &faultTally{}
-	load := &continuousLoad{stop: make(chan struct{})}
-	var workers sync.WaitGroup
-	for range faultScale(4, 8) {
-		workers.Go(func() { load.work(ctx, client, tally, proc.URL()) })
-	}
+	h := startHALoad(ctx, t, faultScale(4, 8))
+	f, dsn, seen, tally, load := h.f, h.dsn, h.seen, h.tally, h.load
+	// A second process holds each payment 6s after its charge: the third
+	// switch stops the primary while one is held there.
+	held := demoproc.Start(t, demoproc.Config{Bin: h.bin, DSN: dsn, Args: append(h.args, "-pause-at", "after_charge=6s")})
 
 	kinds := []string{"perform failover", "kill primary", "stop primary mid-payment"}
 	if faultScale(1, 2) == 2 {
@@ -121,27 +103,9 @@ func TestFaultFailover(t *testing.T) {
 		switches = append(switches, rep)
 	}
 	load.waitFinals(ctx, t, tally.finals()+faultScale(100, 400))
-	close(load.stop)
-	workers.Wait()
-	if err := load.err(); err != nil {
-		t.Fatalf("operations without a final answer: %v (%s)", err, tally)
-	}
-
-	db := openStore(t, dsn)
-	w, finals := load.w, load.finals
-	w.wantFinals(t, finals)
-	waitRecovered(t, db, 30*time.Second)
-	wantAcked(t, db, w.ops, finals, load.at, switches)
-	w.wantEffects(t, db, finals)
 	// Every answer the clients took for final replays byte for byte on the
 	// final primary.
-	replays := runOps(ctx, t, w.ops, 8, client, &faultTally{}, proc.URL())
-	for i, again := range replays {
-		wantReplay(t, again, finals[i])
-	}
-	if bad := seen.bad(); len(bad) > 0 {
-		t.Fatalf("answers other than 503 unavailable with Retry-After among the 5xx:\n%s", strings.Join(bad, "\n"))
-	}
+	w := h.stop(ctx, t, switches, true, 1)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d switches, %d operations (%d orders, %d payments, %d transfers), 0 duplicates, 0 lost; %s\n",
 		len(switches), len(w.ops), len(w.orders), w.payments, w.transfers, tally)
@@ -152,6 +116,87 @@ func TestFaultFailover(t *testing.T) {
 	}
 	fmt.Fprintf(&b, "all 5xx: %s", seen.fiveXX())
 	t.Log("failover:\n" + b.String())
+}
+
+// haLoad is the mixed load of the formation tests (TestFaultFailover,
+// TestFaultSoak): one demo process on a pg_auto_failover formation, and
+// clients that send orders (PUT), payments (phased POST) and transfers
+// (local POST), each retried with its ID or key until a final answer.
+type haLoad struct {
+	f    *pgha.Formation
+	dsn  string
+	bin  string   // the demo, built
+	args []string // the demo's flags
+	proc *demoproc.Process
+
+	seen    *answers // every answer, as the clients saw it
+	client  *http.Client
+	tally   *faultTally
+	load    *continuousLoad
+	workers sync.WaitGroup
+}
+
+// startHALoad starts the formation, the demo process and clients workers
+// of load until [haLoad.stop]; the formation's and the process's logs are
+// shown if t fails. It skips without TEST_DATABASE_URL.
+func startHALoad(ctx context.Context, t *testing.T, clients int) *haLoad {
+	testdb.Postgres(t) // part of the PostgreSQL suite: skip without TEST_DATABASE_URL
+	h := &haLoad{f: pgha.Start(t, pgha.Config{}), bin: demoproc.Build(t),
+		args: append([]string{"-lease", "2s", "-recovery-interval", "200ms"}, keepEvents...)}
+	h.dsn = h.f.DSN()
+	h.proc = demoproc.Start(t, demoproc.Config{Bin: h.bin, DSN: h.dsn, Args: h.args})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("formation:\n%s\ndemo:\n%s", h.f.Log(), h.proc.Log())
+		}
+	})
+	h.seen = &answers{}
+	h.client = &http.Client{Timeout: 20 * time.Second, Transport: h.seen.observe(http.DefaultTransport)}
+	h.tally = &faultTally{}
+	h.load = &continuousLoad{stop: make(chan struct{})}
+	for range clients {
+		h.workers.Go(func() { h.load.work(ctx, h.client, h.tally, h.proc.URL()) })
+	}
+	return h
+}
+
+// stop ends the load once the chunks begun are done and checks the
+// outcome on the final primary: every operation got its final answer and
+// had exactly one effect, none lost (ackedRows: each 201 is also checked
+// against a committed row by wantEffects, beside wantAcked's check in
+// chunks); after the recovery worker ran, no record is left in_progress or
+// unknown; every step-th operation replays byte for byte; and no 5xx other
+// than 503 unavailable with Retry-After was seen. It returns the workload
+// sent.
+func (h *haLoad) stop(ctx context.Context, t *testing.T, switches []switchReport, ackedRows bool, step int) *workload {
+	t.Helper()
+	close(h.load.stop)
+	h.workers.Wait()
+	if err := h.load.err(); err != nil {
+		t.Fatalf("operations without a final answer: %v (%s)", err, h.tally)
+	}
+	db := openStore(t, h.dsn)
+	w, finals := h.load.w, h.load.finals
+	w.wantFinals(t, finals)
+	waitRecovered(t, db, 30*time.Second)
+	wantAcked(t, db, w.ops, finals, h.load.at, switches)
+	var acked []response
+	if ackedRows {
+		acked = finals
+	}
+	w.wantEffects(t, db, acked)
+	var again []faultOp
+	var want []response
+	for i := 0; i < len(w.ops); i += step {
+		again, want = append(again, w.ops[i]), append(want, finals[i])
+	}
+	for i, r := range runOps(ctx, t, again, 8, h.client, &faultTally{}, h.proc.URL()) {
+		wantReplay(t, r, want[i])
+	}
+	if bad := h.seen.bad(); len(bad) > 0 {
+		t.Fatalf("answers other than 503 unavailable with Retry-After among the 5xx:\n%s", strings.Join(bad, "\n"))
+	}
+	return w
 }
 
 // wantAcked checks row by row that every operation answered 201 is on

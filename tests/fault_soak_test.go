@@ -10,10 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/retrysafe/retrysafe/internal/demoproc"
-	"github.com/retrysafe/retrysafe/internal/pgha"
-	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
 // TestFaultSoak runs one demo process on a pg_auto_failover formation
@@ -32,27 +28,10 @@ import (
 // the long run), and no 5xx other than 503 unavailable with Retry-After.
 func TestFaultSoak(t *testing.T) {
 	t.Parallel()
-	testdb.Postgres(t) // part of the PostgreSQL suite: skip without TEST_DATABASE_URL
-	f := pgha.Start(t, pgha.Config{})
-	dsn := f.DSN()
-	args := append([]string{"-lease", "2s", "-recovery-interval", "200ms"}, keepEvents...)
-	proc := demoproc.Start(t, demoproc.Config{Bin: demoproc.Build(t), DSN: dsn, Args: args})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("formation:\n%s\ndemo:\n%s", f.Log(), proc.Log())
-		}
-	})
-	run := time.Duration(faultScale(90, 1800)) * time.Second
-
 	ctx := t.Context()
-	seen := &answers{}
-	client := &http.Client{Timeout: 20 * time.Second, Transport: seen.observe(http.DefaultTransport)}
-	tally := &faultTally{}
-	load := &continuousLoad{stop: make(chan struct{})}
-	var workers sync.WaitGroup
-	for range 4 {
-		workers.Go(func() { load.work(ctx, client, tally, proc.URL()) })
-	}
+	h := startHALoad(ctx, t, 4)
+	f, proc, seen, tally := h.f, h.proc, h.seen, h.tally
+	run := time.Duration(faultScale(90, 1800)) * time.Second
 
 	start := time.Now()
 	var samples []soakSample
@@ -122,32 +101,10 @@ func TestFaultSoak(t *testing.T) {
 	}
 	close(stopSampling)
 	sampling.Wait()
-	close(load.stop)
-	workers.Wait()
-	if err := load.err(); err != nil {
-		t.Fatalf("operations without a final answer: %v (%s)", err, tally)
-	}
-
-	db := openStore(t, dsn)
-	w, finals := load.w, load.finals
-	w.wantFinals(t, finals)
-	waitRecovered(t, db, 30*time.Second)
-	wantAcked(t, db, w.ops, finals, load.at, nil)
-	w.wantEffects(t, db, nil) // the acknowledged rows: wantAcked, in chunks
-	// Every operation replays byte for byte (every tenth in the long run,
-	// whose operations number hundreds of thousands).
-	step := faultScale(1, 10)
-	var again []faultOp
-	var want []response
-	for i := 0; i < len(w.ops); i += step {
-		again, want = append(again, w.ops[i]), append(want, finals[i])
-	}
-	for i, r := range runOps(ctx, t, again, 8, client, &faultTally{}, proc.URL()) {
-		wantReplay(t, r, want[i])
-	}
-	if bad := seen.bad(); len(bad) > 0 {
-		t.Fatalf("answers other than 503 unavailable with Retry-After among the 5xx:\n%s", strings.Join(bad, "\n"))
-	}
+	// The acknowledged rows: wantAcked, in chunks. Every operation
+	// replays byte for byte (every tenth in the long run, whose
+	// operations number hundreds of thousands).
+	w := h.stop(ctx, t, nil, false, faultScale(1, 10))
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s, %d operations (%d orders, %d payments, %d transfers), 0 duplicates, 0 lost; %s; all 5xx: %s\n",
