@@ -381,8 +381,6 @@ WHERE "resource_manager/record_type" = 'Transaction/COMMIT'`, from, to).Scan(&n)
 	return n, nil
 }
 
-// replicaDSN returns dsn, a URL of a hot standby of the -db server, with
-// its path changed to the run's database, which the standby replays.
 // now reads the database's clock.
 func (d *database) now(ctx context.Context) (time.Time, error) {
 	var t time.Time
@@ -416,6 +414,8 @@ func (d *database) serverDSN(replica bool) (string, error) {
 	return u.String(), nil
 }
 
+// replicaDSN returns dsn, a URL of a hot standby of the -db server, with
+// its path changed to the run's database, which the standby replays.
 func (d *database) replicaDSN(dsn string) (string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
