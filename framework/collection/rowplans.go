@@ -354,8 +354,8 @@ type compilingDriver interface {
 // uuidArgDriver is implemented by a [store.Driver] that sends a UUID
 // parameter better as a value of its own than as a uuid.UUID (PostgreSQL:
 // pgx encodes a uuid.UUID through its driver.Valuer, a string, on a
-// connection no write transaction has taught otherwise). The read plan,
-// which runs on the pool outside any transaction, passes the key's ID as
+// connection no write transaction has taught otherwise, as a pool
+// connection that only serves reads). The read plan passes the key's ID as
 // that value.
 type uuidArgDriver interface {
 	// UUIDArg returns id as the parameter the database's driver encodes

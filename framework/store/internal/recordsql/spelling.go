@@ -1,6 +1,10 @@
 package recordsql
 
-import "time"
+import (
+	"time"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+)
 
 // Spelling is every spelling of the record SQL that differs between
 // databases: the database clock, a time a duration from it, the next
@@ -27,9 +31,9 @@ type Spelling struct {
 	// (?, one an occurrence of a name), with no gorm statement built (the
 	// MySQL family, which has no numbered ones).
 	Positional bool
-	// Rows, when it is a [store.RowQuerier], runs the numbered or
-	// positional read (get) on the pool ([store.QueryRow]).
-	Rows any
+	// Rows, when set, runs the numbered or positional read (get) on the
+	// pool ([store.QueryRow]).
+	Rows store.RowQuerier
 	// Integer is the type of an integer CAST. Defaults to "INTEGER".
 	Integer string
 	// DrawFence, when set, is the query that draws a fence token before a
