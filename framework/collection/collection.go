@@ -58,8 +58,8 @@ type Resource[Cmd, Model any] struct {
 	// type, in which case the command is the model.
 	ModelFunc func(cmd *Cmd, m *Model)
 	// RenderFunc builds the representation of a resource from its row (with
-	// its child rows). Defaults to the model's JSON preceded by id, status,
-	// version, created_at and updated_at.
+	// its child rows), without modifying m. Defaults to the model's JSON
+	// preceded by id, status, version, created_at and updated_at.
 	RenderFunc func(m *Model) any
 	// ReplaceGuardFunc, when set, is asked before a replace or a PATCH
 	// with the current row (without child rows for a PUT); an error (for
@@ -111,6 +111,17 @@ type Resource[Cmd, Model any] struct {
 	// Rows is the SQL seam of the resource table. Defaults to
 	// [NewRowStore] for the engine's dialect.
 	Rows RowStore
+	// ReplayCache is how many commands the PUT and legacy POST handlers
+	// keep for retries of the same bytes: once a body was replayed, a
+	// retry that repeats its bytes (with the same tenant, ID and semantic
+	// headers, and at most [MaxReplayCacheBody] long) takes its bound
+	// command and fingerprint from the cache instead of binding,
+	// validating and fingerprinting it again, and is decided on the row it
+	// reads like any other. A retry whose row asks for a write binds its
+	// body again. This needs Cmd's Default, Check and Normalize, its
+	// validation and ModelFunc to depend on the body alone, as they are
+	// documented to. Defaults to [DefaultReplayCache]; negative keeps none.
+	ReplayCache int
 }
 
 // Change is what the write hooks ([Resource.OnCreateFunc],
@@ -130,6 +141,9 @@ type Collection[Cmd, Model any] struct {
 	// updateColumns are the columns a replace writes: all but the key,
 	// created_at, create_fingerprint and deleted_at.
 	updateColumns []string
+	// replays is the HTTP handlers' cache of replayed commands; nil when
+	// Resource.ReplayCache is negative.
+	replays *replayCache[Cmd]
 }
 
 // child is a has-many association of the model, resolved by gorm's schema.
@@ -176,7 +190,7 @@ func New[Cmd, Model any](e *framework.Engine, r Resource[Cmd, Model]) (*Collecti
 	if r.Rows == nil {
 		r.Rows = NewRowStore(e.DB().Driver)
 	}
-	c := &Collection[Cmd, Model]{engine: e, res: r, rows: r.Rows}
+	c := &Collection[Cmd, Model]{engine: e, res: r, rows: r.Rows, replays: newReplayCache[Cmd](r.ReplayCache)}
 	for _, name := range stmt.Schema.DBNames {
 		switch name {
 		case "tenant_id", "id", "created_at", "create_fingerprint", "deleted_at":
@@ -279,6 +293,11 @@ func (c *Collection[Cmd, Model]) prepare(req *PutRequest[Cmd]) (put[Model], erro
 	if err != nil {
 		return put[Model]{}, err
 	}
+	return c.prepared(req, fp.String()), nil
+}
+
+// prepared is the PUT of req, whose fingerprint is known.
+func (c *Collection[Cmd, Model]) prepared(req *PutRequest[Cmd], fingerprint string) put[Model] {
 	var m *Model
 	if c.res.ModelFunc == nil {
 		m = any(&req.Command).(*Model)
@@ -290,14 +309,14 @@ func (c *Collection[Cmd, Model]) prepare(req *PutRequest[Cmd]) (put[Model], erro
 		key:   c.key(req.Tenant, req.ID),
 		model: m,
 		state: putState{
-			Fingerprint:     fp.String(),
+			Fingerprint:     fingerprint,
 			IfMatch:         req.Header.Get("If-Match"),
 			IfNoneMatchStar: strings.TrimSpace(req.Header.Get("If-None-Match")) == "*",
 			KeyReuse:        req.keyReuse,
 			Mode:            c.res.Mode,
 			Retention:       c.engine.Retention(),
 		},
-	}, nil
+	}
 }
 
 // Put creates, converges on or replaces the resource. The row is read first
@@ -309,20 +328,32 @@ func (c *Collection[Cmd, Model]) Put(ctx context.Context, req PutRequest[Cmd]) (
 	if err != nil {
 		return Result{}, err
 	}
+	res, _, err := c.put(ctx, &p, false)
+	return res, err
+}
+
+// put carries out the prepared PUT p. With replyOnly, a PUT whose
+// read-first decides on anything but a reply or a refusal stops there,
+// writing nothing, and reports false.
+func (c *Collection[Cmd, Model]) put(ctx context.Context, p *put[Model], replyOnly bool) (Result, bool, error) {
 	cur := new(Model)
-	found, err := c.readFirst(ctx, c.engine.DB().Gorm, &p, cur)
+	found, err := c.readFirst(ctx, c.engine.DB().Gorm, p, cur)
 	if err != nil {
-		return Result{}, c.engine.DB().Classify(err)
+		return Result{}, true, c.engine.DB().Classify(err)
 	}
-	d := c.decide(&p, found, cur, false, false)
+	d := c.decide(p, found, cur, false, false)
 	switch d.Action {
 	case actReply, actReplyCurrent, actRefuse:
-		res, err := c.reply(ctx, c.engine.DB().Gorm, &p, d, cur)
-		return res, c.engine.DB().Classify(err)
-	case actInsert:
-		res, err := c.create(ctx, &p)
+		res, err := c.reply(ctx, c.engine.DB().Gorm, p, d, cur)
+		return res, true, c.engine.DB().Classify(err)
+	}
+	if replyOnly {
+		return Result{}, false, nil
+	}
+	if d.Action == actInsert {
+		res, err := c.create(ctx, p)
 		if !errors.Is(err, ErrUniqueViolation) {
-			return res, err
+			return res, true, err
 		}
 		// A concurrent create of this ID committed first (or a unique
 		// column is taken): decide again on the INSERT … ON CONFLICT path.
@@ -330,15 +361,15 @@ func (c *Collection[Cmd, Model]) Put(ctx context.Context, req PutRequest[Cmd]) (
 	var res Result
 	err = c.engine.DB().Write(ctx, func(tx *gorm.DB) error {
 		var err error
-		res, err = c.putTx(ctx, tx, &p, d.Action == actLock)
+		res, err = c.putTx(ctx, tx, p, d.Action == actLock)
 		return err
 	})
 	if err != nil {
 		// The child rows' insert is pipelined with the commit: its unique
 		// violation arrives here.
-		return Result{}, uniqueProblem(err)
+		return Result{}, true, uniqueProblem(err)
 	}
-	return res, nil
+	return res, true, nil
 }
 
 // PutTx is [Collection.Put] inside the caller's transaction tx, so that the

@@ -82,12 +82,34 @@ func (c *Collection[Cmd, Model]) target(g *gin.Context, pattern string) (string,
 }
 
 // serveCreate binds the body into req.Command, runs the PUT and writes the
-// reply. The legacy POST route shares it, with its key echoed.
+// reply. The legacy POST route shares it, with its key echoed. A retry
+// of bytes already replayed takes its command from the replay cache
+// ([Resource.ReplayCache]).
 func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, start time.Time, req PutRequest[Cmd], key string) {
 	body, err := c.engine.Binder().ReadBody(g.Request)
 	if err != nil {
 		c.fail(g, pattern, err)
 		return
+	}
+	ck, cacheable := c.replays.key(req.Tenant, req.ID, req.Header, c.res.SemanticHeaders, body)
+	if cacheable {
+		if e, ok := c.replays.get(ck); ok {
+			req.Command = e.cmd
+			p := c.prepared(&req, e.fingerprint)
+			res, answered, err := c.put(g.Request.Context(), &p, true)
+			if answered {
+				c.replays.hits.Add(1)
+				if err != nil {
+					c.fail(g, pattern, err)
+					return
+				}
+				c.written(g, pattern, start, req.Tenant, req.ID, res, key)
+				return
+			}
+			// The row asks for a write: bind afresh, so that the write
+			// never touches the kept command.
+			c.replays.fallbacks.Add(1)
+		}
 	}
 	if req.Command, err = framework.Bind[Cmd](c.engine.Binder(), body); err != nil {
 		c.fail(g, pattern, err)
@@ -102,6 +124,14 @@ func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, sta
 	if err != nil {
 		c.fail(g, pattern, err)
 		return
+	}
+	if cacheable && (res.Outcome == framework.OutcomeReplayed || res.Outcome == framework.OutcomeConverged) {
+		// req.Command may hold what a write did to it (the INSERT … ON
+		// CONFLICT path after a lost race inserts child rows): keep a
+		// command bound for the cache.
+		if cmd, err := framework.Bind[Cmd](c.engine.Binder(), body); err == nil {
+			c.replays.add(ck, &replayEntry[Cmd]{cmd: cmd, fingerprint: res.Fingerprint})
+		}
 	}
 	c.written(g, pattern, start, req.Tenant, req.ID, res, key)
 }

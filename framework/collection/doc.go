@@ -23,7 +23,10 @@
 // write has a transactional twin ([Collection.PutTx],
 // [Collection.PatchTx], [Collection.DeleteTx], [Collection.SetStatusTx]).
 // [Collection.MountLegacyPOST] serves an old POST endpoint through the
-// same engine while clients move to PUT.
+// same engine while clients move to PUT. Once a body was replayed, its
+// retries that repeat its bytes take the bound command and fingerprint
+// from a cache ([Resource.ReplayCache]) instead of binding it again, and
+// are decided on the row they read like any other.
 //
 // A conditional write converges: a PUT or PATCH whose If-Match is stale
 // but whose result is already the current state (its fingerprint is the
