@@ -103,6 +103,18 @@ type Config struct {
 	// changes no transaction an attempt commits. Defaults to nil: no fail
 	// points.
 	FailPointFunc func(ctx context.Context, operation, point string) error
+	// ReplayCache is how many commands each operation keeps for retries
+	// of the same bytes ([framework.ReplayCache]): once a request with a
+	// key was replayed, a retry that repeats its body (with the same
+	// tenant, path parameters and semantic headers, and at most
+	// [framework.MaxReplayCacheBody] long) takes its bound command and
+	// fingerprint from the cache instead of binding and fingerprinting it
+	// again, and is answered when the record it reads is a completed one
+	// of this request; anything else binds the body again and takes the
+	// usual path. This needs the command's Default, Check, Normalize and
+	// validation to depend on the body alone. Defaults to
+	// [framework.DefaultReplayCache]; negative keeps none.
+	ReplayCache int
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -33,6 +33,11 @@
 // semantic headers and the validated command), then the claim: one INSERT …
 // ON CONFLICT statement on the record's primary key (tenant, operation,
 // key); a record past its expires_at is reclaimed by one statement too.
+// The body and fingerprint steps are done once per body: a retry that
+// repeats the bytes of one already replayed takes its command and
+// fingerprint from a cache ([Config.ReplayCache]) and is answered when its
+// key's record is a completed one of this request; anything else binds
+// it again.
 //
 // Two modes:
 //

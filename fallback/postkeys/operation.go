@@ -187,6 +187,8 @@ type operation struct {
 	run        func(ctx context.Context, at *attempt) (Response, error)
 	reconcile  func(ctx context.Context, at *attempt) (Response, error)
 	render     func(ctx context.Context, db *gorm.DB, rec Record) ([]byte, error)
+	// replays keeps the commands of bodies already replayed.
+	replays *framework.ReplayCache[any]
 	// claimInFirstPhase: Operation.ClaimInFirstPhase.
 	claimInFirstPhase bool
 }
@@ -257,7 +259,8 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 		name: op.Name, mode: op.Mode, keyPolicy: op.KeyPolicy,
 		semantic: append([]string(nil), op.SemanticHeaders...), volatile: append([]string(nil), op.Volatile...),
 		rejections: rejections, problems: append([]framework.Code(nil), op.Problems...), render: op.RenderFunc, claimInFirstPhase: op.ClaimInFirstPhase,
-		bind: func(body []byte) (any, error) { return framework.Bind[Cmd](a.engine.Binder(), body) },
+		bind:    func(body []byte) (any, error) { return framework.Bind[Cmd](a.engine.Binder(), body) },
+		replays: framework.NewReplayCache[any](a.cfg.ReplayCache),
 	}
 	if fn := op.ExecuteFunc; fn != nil {
 		in.execute = func(ctx context.Context, tx *gorm.DB, at *attempt) (Response, error) {

@@ -60,14 +60,43 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 		a.fail(c, op, err)
 		return
 	}
+	params := make(map[string]string, len(c.Params))
+	values := make([]string, 0, 2*len(c.Params))
+	for _, p := range c.Params {
+		params[p.Key] = p.Value
+		values = append(values, p.Key, p.Value)
+	}
+	ctx := c.Request.Context()
+	var (
+		out      outcome
+		replayed bool
+	)
+	// A retry of bytes already replayed: answered from the record when it
+	// is a completed one of this request, else bound again below.
+	var ck framework.ReplayKey
+	cacheable := false
+	if present {
+		ck, cacheable = op.replays.Key(tenant, values, c.Request.Header, op.semantic, body)
+	}
+	if cacheable {
+		if e, ok := op.replays.Get(ck); ok {
+			at := a.newAttempt(c, op, RecordID{tenant, op.name, key}, e.Fingerprint, e.Command, params, start)
+			if out, replayed, err = a.replayFromReplica(ctx, op, at); err == nil && !replayed {
+				out, replayed, err = a.replayCompleted(ctx, op, at)
+			}
+			if err == nil && !replayed {
+				op.replays.Rebound()
+			} else {
+				op.replays.Answered()
+				a.answer(c, op, key, out, err)
+				return
+			}
+		}
+	}
 	cmd, err := op.bind(body)
 	if err != nil {
 		a.fail(c, op, err)
 		return
-	}
-	params := make(map[string]string, len(c.Params))
-	for _, p := range c.Params {
-		params[p.Key] = p.Value
 	}
 	fp, err := framework.ComputeFingerprint(framework.FingerprintInput{Tenant: tenant, Operation: op.name,
 		PathParams: params, Headers: framework.SemanticHeaders(c.Request.Header, op.semantic),
@@ -76,14 +105,8 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 		a.fail(c, op, err)
 		return
 	}
-	at := &attempt{a: a, op: op, id: RecordID{tenant, op.name, key}, fingerprint: fp.String(),
-		recorded: present, seed: key, cmd: cmd, hasCmd: true, header: c.Request.Header,
-		pathParams: params, point: PointStarted, start: start}
-	ctx := c.Request.Context()
-	var (
-		out      outcome
-		replayed bool
-	)
+	at := a.newAttempt(c, op, RecordID{tenant, op.name, key}, fp.String(), cmd, params, start)
+	at.recorded = present
 	if present {
 		out, replayed, err = a.replayFromReplica(ctx, op, at)
 	}
@@ -97,12 +120,56 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 	default:
 		out, err = a.servePhased(ctx, op, at, fp.Version)
 	}
+	if err == nil && cacheable && out.replayed {
+		// The command a replay used is untouched, but keep one bound for
+		// the cache, as after any path.
+		if cmd, err := op.bind(body); err == nil {
+			op.replays.Add(ck, &framework.ReplayEntry[any]{Command: cmd, Fingerprint: at.fingerprint})
+		}
+	}
+	a.answer(c, op, key, out, err)
+}
+
+// newAttempt is the attempt of a request with the key of id, whose
+// command and fingerprint are known.
+func (a *Adapter) newAttempt(c *gin.Context, op *operation, id RecordID, fingerprint string, cmd any, params map[string]string, start time.Time) *attempt {
+	return &attempt{a: a, op: op, id: id, fingerprint: fingerprint,
+		recorded: true, seed: id.Key, cmd: cmd, hasCmd: true, header: c.Request.Header,
+		pathParams: params, point: PointStarted, start: start}
+}
+
+// replayCompleted answers a request with a kept command from its key's
+// record on the primary when the read-first of its mode would replay it
+// (a completed record of this request); replayed is false otherwise.
+func (a *Adapter) replayCompleted(ctx context.Context, op *operation, at *attempt) (_ outcome, replayed bool, _ error) {
+	rec, found, err := a.records.Get(ctx, a.db.Gorm, at.id)
+	if err != nil {
+		return outcome{}, true, a.db.Classify(err)
+	}
+	if !found {
+		return outcome{}, false, nil
+	}
+	var d postDecision
+	if op.mode == Local {
+		d = decidePost(postState{Mode: Local, Fingerprint: at.fingerprint, Found: true, Record: rec})
+	} else {
+		d = a.decidePhased(at, rec, true, time.Now().Add(a.cfg.InProgressWait))
+	}
+	if d.Action != postReplay {
+		return outcome{}, false, nil
+	}
+	out, err := a.replay(ctx, a.db.Gorm.WithContext(ctx), op, at, rec)
+	return out, true, err
+}
+
+// answer writes the outcome of a request, or its error.
+func (a *Adapter) answer(c *gin.Context, op *operation, key string, out outcome, err error) {
 	if err != nil {
 		a.fail(c, op, err)
 		return
 	}
 	a.engine.Metrics().Requests.WithLabelValues("post", op.name, out.metric).Inc()
-	framework.TraceOutcome(ctx, "post", op.name, out.metric, key)
+	framework.TraceOutcome(c.Request.Context(), "post", op.name, out.metric, key)
 	framework.WriteReply(c.Writer, framework.Reply{Status: out.resp.status, Body: out.body,
 		Header: out.resp.header, Replayed: out.replayed, Key: key})
 }

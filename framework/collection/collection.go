@@ -112,15 +112,16 @@ type Resource[Cmd, Model any] struct {
 	// [NewRowStore] for the engine's dialect.
 	Rows RowStore
 	// ReplayCache is how many commands the PUT and legacy POST handlers
-	// keep for retries of the same bytes: once a body was replayed, a
-	// retry that repeats its bytes (with the same tenant, ID and semantic
-	// headers, and at most [MaxReplayCacheBody] long) takes its bound
-	// command and fingerprint from the cache instead of binding,
-	// validating and fingerprinting it again, and is decided on the row it
-	// reads like any other. A retry whose row asks for a write binds its
-	// body again. This needs Cmd's Default, Check and Normalize, its
-	// validation and ModelFunc to depend on the body alone, as they are
-	// documented to. Defaults to [DefaultReplayCache]; negative keeps none.
+	// keep for retries of the same bytes ([framework.ReplayCache]): once a
+	// body was replayed, a retry that repeats its bytes (with the same
+	// tenant, ID and semantic headers, and at most
+	// [framework.MaxReplayCacheBody] long) takes its bound command and
+	// fingerprint from the cache instead of binding, validating and
+	// fingerprinting it again, and is decided on the row it reads like any
+	// other. A retry whose row asks for a write binds its body again. This
+	// needs Cmd's Default, Check and Normalize, its validation and
+	// ModelFunc to depend on the body alone, as they are documented to.
+	// Defaults to [framework.DefaultReplayCache]; negative keeps none.
 	ReplayCache int
 }
 
@@ -143,7 +144,7 @@ type Collection[Cmd, Model any] struct {
 	updateColumns []string
 	// replays is the HTTP handlers' cache of replayed commands; nil when
 	// Resource.ReplayCache is negative.
-	replays *replayCache[Cmd]
+	replays *framework.ReplayCache[Cmd]
 }
 
 // child is a has-many association of the model, resolved by gorm's schema.
@@ -190,7 +191,7 @@ func New[Cmd, Model any](e *framework.Engine, r Resource[Cmd, Model]) (*Collecti
 	if r.Rows == nil {
 		r.Rows = NewRowStore(e.DB().Driver)
 	}
-	c := &Collection[Cmd, Model]{engine: e, res: r, rows: r.Rows, replays: newReplayCache[Cmd](r.ReplayCache)}
+	c := &Collection[Cmd, Model]{engine: e, res: r, rows: r.Rows, replays: framework.NewReplayCache[Cmd](r.ReplayCache)}
 	for _, name := range stmt.Schema.DBNames {
 		switch name {
 		case "tenant_id", "id", "created_at", "create_fingerprint", "deleted_at":

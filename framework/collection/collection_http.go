@@ -91,14 +91,18 @@ func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, sta
 		c.fail(g, pattern, err)
 		return
 	}
-	ck, cacheable := c.replays.key(req.Tenant, req.ID, req.Header, c.res.SemanticHeaders, body)
+	var ck framework.ReplayKey
+	cacheable := false
+	if req.ID != uuid.Nil {
+		ck, cacheable = c.replays.Key(req.Tenant, []string{req.ID.String()}, req.Header, c.res.SemanticHeaders, body)
+	}
 	if cacheable {
-		if e, ok := c.replays.get(ck); ok {
-			req.Command = e.cmd
-			p := c.prepared(&req, e.fingerprint)
+		if e, ok := c.replays.Get(ck); ok {
+			req.Command = e.Command
+			p := c.prepared(&req, e.Fingerprint)
 			res, answered, err := c.put(g.Request.Context(), &p, true)
 			if answered {
-				c.replays.hits.Add(1)
+				c.replays.Answered()
 				if err != nil {
 					c.fail(g, pattern, err)
 					return
@@ -108,7 +112,7 @@ func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, sta
 			}
 			// The row asks for a write: bind afresh, so that the write
 			// never touches the kept command.
-			c.replays.fallbacks.Add(1)
+			c.replays.Rebound()
 		}
 	}
 	if req.Command, err = framework.Bind[Cmd](c.engine.Binder(), body); err != nil {
@@ -130,7 +134,7 @@ func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, sta
 		// CONFLICT path after a lost race inserts child rows): keep a
 		// command bound for the cache.
 		if cmd, err := framework.Bind[Cmd](c.engine.Binder(), body); err == nil {
-			c.replays.add(ck, &replayEntry[Cmd]{cmd: cmd, fingerprint: res.Fingerprint})
+			c.replays.Add(ck, &framework.ReplayEntry[Cmd]{Command: cmd, Fingerprint: res.Fingerprint})
 		}
 	}
 	c.written(g, pattern, start, req.Tenant, req.ID, res, key)

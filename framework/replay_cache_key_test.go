@@ -1,19 +1,17 @@
-package collection
+package framework
 
 import (
 	"net/http"
 	"testing"
-
-	"github.com/google/uuid"
 )
 
 // TestReplayCacheKeySeparatesWhatTheFingerprintSeparates: each part the
 // fingerprint depends on changes the key, a part's bytes never move into
-// the next one's, and a body too large, a nil ID or a nil cache has no
+// the next one's, and a body too large or a nil cache has no
 // key.
 func TestReplayCacheKeySeparatesWhatTheFingerprintSeparates(t *testing.T) {
-	rc := newReplayCache[struct{}](4)
-	id, other := uuid.New(), uuid.New()
+	rc := NewReplayCache[struct{}](4)
+	id, other := []string{"7"}, []string{"8"}
 	sem := []string{"Api-Version", "X-Region"}
 	hdr := func(kv ...string) http.Header {
 		h := http.Header{}
@@ -24,7 +22,7 @@ func TestReplayCacheKeySeparatesWhatTheFingerprintSeparates(t *testing.T) {
 	}
 	type input struct {
 		tenant string
-		id     uuid.UUID
+		params []string
 		header http.Header
 		body   string
 	}
@@ -41,9 +39,15 @@ func TestReplayCacheKeySeparatesWhatTheFingerprintSeparates(t *testing.T) {
 		{"t1", id, hdr("Api-Version", "2{"), `"a":1}`},
 		{"t", id, hdr("Api-Version", "2"), `{"a":1}`},
 	}
-	seen := map[[32]byte]int{}
+	variants = append(variants,
+		// A parameter's bytes moved into the next, and a parameter more.
+		input{"t1", []string{"7", "8"}, base.header, base.body},
+		input{"t1", []string{"78"}, base.header, base.body},
+		input{"t1", []string{"7", ""}, base.header, base.body},
+	)
+	seen := map[ReplayKey]int{}
 	for i, v := range variants {
-		k, ok := rc.key(v.tenant, v.id, v.header, sem, []byte(v.body))
+		k, ok := rc.Key(v.tenant, v.params, v.header, sem, []byte(v.body))
 		if !ok {
 			t.Fatalf("variant %d has no key", i)
 		}
@@ -53,22 +57,19 @@ func TestReplayCacheKeySeparatesWhatTheFingerprintSeparates(t *testing.T) {
 		seen[k] = i
 	}
 	// A header the resource does not name is not part of it.
-	k1, _ := rc.key("t1", id, hdr("Api-Version", "2", "X-Trace", "1"), sem, []byte(base.body))
-	k0, _ := rc.key("t1", id, base.header, sem, []byte(base.body))
+	k1, _ := rc.Key("t1", id, hdr("Api-Version", "2", "X-Trace", "1"), sem, []byte(base.body))
+	k0, _ := rc.Key("t1", id, base.header, sem, []byte(base.body))
 	if k1 != k0 {
 		t.Fatal("a header outside the semantic headers changed the key")
 	}
-	if _, ok := rc.key("t1", id, base.header, sem, make([]byte, MaxReplayCacheBody+1)); ok {
+	if _, ok := rc.Key("t1", id, base.header, sem, make([]byte, MaxReplayCacheBody+1)); ok {
 		t.Fatal("a body above MaxReplayCacheBody has a key")
 	}
-	if _, ok := rc.key("t1", id, base.header, sem, make([]byte, MaxReplayCacheBody)); !ok {
+	if _, ok := rc.Key("t1", id, base.header, sem, make([]byte, MaxReplayCacheBody)); !ok {
 		t.Fatal("a body of MaxReplayCacheBody has no key")
 	}
-	if _, ok := rc.key("t1", uuid.Nil, base.header, sem, []byte(base.body)); ok {
-		t.Fatal("the nil ID has a key")
-	}
-	var off *replayCache[struct{}]
-	if _, ok := off.key("t1", id, base.header, sem, []byte(base.body)); ok || newReplayCache[struct{}](-1) != nil {
+	var off *ReplayCache[struct{}]
+	if _, ok := off.Key("t1", id, base.header, sem, []byte(base.body)); ok || NewReplayCache[struct{}](-1) != nil {
 		t.Fatal("a cache that is off has a key")
 	}
 }

@@ -1,0 +1,126 @@
+package framework
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// DefaultReplayCache is how many commands a [ReplayCache] of size 0 keeps.
+const DefaultReplayCache = 1024
+
+// MaxReplayCacheBody is the largest body whose command a [ReplayCache]
+// keeps: a retry of a larger one binds it again.
+const MaxReplayCacheBody = 8 << 10
+
+// ReplayCache keeps, for a handler that binds a body and fingerprints the
+// command (a PUT, a legacy POST, a POST with a key), the bound command and
+// the fingerprint of a body that was already replayed, keyed by a SHA-256
+// of what the fingerprint is a function of: the tenant, the path
+// parameters, the semantic headers and the body's bytes (the operation is
+// the cache's own). [Bind] (the JSON checks, the decode, Default,
+// validation, Check, Normalize) and the fingerprint are functions of those
+// alone, so a retry of the same bytes finds what they would compute again;
+// only the decision on what the retry reads (row or record: state,
+// fingerprint, replay window) is made per request.
+//
+// The handler takes a kept command only to answer without a write (a
+// replay, a convergence, a refusal); a retry whose row or record asks for
+// a write binds its body again, so that nothing a write does to its
+// command reaches the kept one, which every retry that finds it shares.
+// It adds an entry only after a replay, from a command bound for the
+// cache. A nil *ReplayCache keeps nothing.
+type ReplayCache[Cmd any] struct {
+	entries *lru.Cache[ReplayKey, *ReplayEntry[Cmd]]
+	// hits counts the requests answered from an entry; fallbacks those
+	// whose row or record asked for a write and bound their body again.
+	hits, fallbacks atomic.Int64
+}
+
+// ReplayEntry is one kept command and its fingerprint (in the stored
+// form, [Fingerprint.String]).
+type ReplayEntry[Cmd any] struct {
+	Command     Cmd
+	Fingerprint string
+}
+
+// ReplayKey is the key of one request in a [ReplayCache].
+type ReplayKey [sha256.Size]byte
+
+// NewReplayCache returns a cache of size entries: [DefaultReplayCache]
+// when size is 0, none (nil) when it is negative.
+func NewReplayCache[Cmd any](size int) *ReplayCache[Cmd] {
+	if size < 0 {
+		return nil
+	}
+	if size == 0 {
+		size = DefaultReplayCache
+	}
+	entries, err := lru.New[ReplayKey, *ReplayEntry[Cmd]](size)
+	if err != nil { // only for a size ≤ 0
+		panic(err)
+	}
+	return &ReplayCache[Cmd]{entries: entries}
+}
+
+// hashers recycles the SHA-256 states the keys are computed with.
+var hashers = sync.Pool{New: func() any { return sha256.New() }}
+
+// Key returns the key of a request whose path parameters are params (in
+// the route's order), or false when the cache is nil or the body longer
+// than [MaxReplayCacheBody]. Each part is written with its length, so
+// that no two requests share a key.
+func (rc *ReplayCache[Cmd]) Key(tenant string, params []string, header http.Header, semantic []string, body []byte) (k ReplayKey, ok bool) {
+	if rc == nil || len(body) > MaxReplayCacheBody {
+		return k, false
+	}
+	h := hashers.Get().(hash.Hash)
+	defer hashers.Put(h)
+	h.Reset()
+	var n [binary.MaxVarintLen64]byte
+	part := func(s []byte) {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		h.Write(s)
+	}
+	part([]byte(tenant))
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(params)))])
+	for _, p := range params {
+		part([]byte(p))
+	}
+	// As SemanticHeaders reads them: the first value, "" when absent.
+	for _, name := range semantic {
+		part([]byte(header.Get(name)))
+	}
+	part(body)
+	h.Sum(k[:0])
+	return k, true
+}
+
+// Get returns the entry of k.
+func (rc *ReplayCache[Cmd]) Get(k ReplayKey) (*ReplayEntry[Cmd], bool) {
+	return rc.entries.Get(k)
+}
+
+// Add keeps e under k, the least recently used entry making room.
+func (rc *ReplayCache[Cmd]) Add(k ReplayKey, e *ReplayEntry[Cmd]) { rc.entries.Add(k, e) }
+
+// Answered counts a request answered from an entry; Rebound one whose
+// entry was found but whose row or record asked for a write.
+func (rc *ReplayCache[Cmd]) Answered() { rc.hits.Add(1) }
+
+// Rebound: see [ReplayCache.Answered].
+func (rc *ReplayCache[Cmd]) Rebound() { rc.fallbacks.Add(1) }
+
+// Stats reports how many entries rc holds, and how many requests it
+// answered and sent back to the bind since it was made.
+func (rc *ReplayCache[Cmd]) Stats() (entries int, answered, rebound int64) {
+	if rc == nil {
+		return 0, 0, 0
+	}
+	return rc.entries.Len(), rc.hits.Load(), rc.fallbacks.Load()
+}
