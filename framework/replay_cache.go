@@ -11,12 +11,18 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// DefaultReplayCache is how many commands a [ReplayCache] of size 0 keeps.
-const DefaultReplayCache = 1024
+// DefaultReplayCache is the budget of a [ReplayCache] made with 0: 1 MiB
+// of kept bodies.
+const DefaultReplayCache = 1 << 20
 
 // MaxReplayCacheBody is the largest body whose command a [ReplayCache]
 // keeps: a retry of a larger one binds it again.
 const MaxReplayCacheBody = 8 << 10
+
+// minReplayCost is what an entry counts against the budget at least, for
+// what it holds besides its body's bytes: a budget of B keeps at most
+// B/minReplayCost entries.
+const minReplayCost = 512
 
 // ReplayCache keeps, for a handler that binds a body and fingerprints the
 // command (a PUT, a legacy POST, a POST with a key), the bound command and
@@ -35,8 +41,16 @@ const MaxReplayCacheBody = 8 << 10
 // command reaches the kept one, which every retry that finds it shares.
 // It adds an entry only after a replay, from a command bound for the
 // cache. A nil *ReplayCache keeps nothing.
+//
+// Its memory is bounded by a budget of body bytes: each entry counts its
+// body's length, and at least minReplayCost; the least recently used
+// entries make room. The decoded command an entry holds is of the order
+// of its body's size.
 type ReplayCache[Cmd any] struct {
 	entries *lru.Cache[ReplayKey, *ReplayEntry[Cmd]]
+	// budget is the most the entries may count; size what they count.
+	budget int64
+	size   atomic.Int64
 	// hits counts the requests answered from an entry; fallbacks those
 	// whose row or record asked for a write and bound their body again.
 	hits, fallbacks atomic.Int64
@@ -47,25 +61,30 @@ type ReplayCache[Cmd any] struct {
 type ReplayEntry[Cmd any] struct {
 	Command     Cmd
 	Fingerprint string
+	// cost is what the entry counts against the budget.
+	cost int64
 }
 
 // ReplayKey is the key of one request in a [ReplayCache].
 type ReplayKey [sha256.Size]byte
 
-// NewReplayCache returns a cache of size entries: [DefaultReplayCache]
-// when size is 0, none (nil) when it is negative.
-func NewReplayCache[Cmd any](size int) *ReplayCache[Cmd] {
-	if size < 0 {
+// NewReplayCache returns a cache whose entries count at most budget bytes
+// of bodies: [DefaultReplayCache] when budget is 0, no cache (nil) when it
+// is negative.
+func NewReplayCache[Cmd any](budget int) *ReplayCache[Cmd] {
+	if budget < 0 {
 		return nil
 	}
-	if size == 0 {
-		size = DefaultReplayCache
+	if budget == 0 {
+		budget = DefaultReplayCache
 	}
-	entries, err := lru.New[ReplayKey, *ReplayEntry[Cmd]](size)
+	rc := &ReplayCache[Cmd]{budget: int64(budget)}
+	entries, err := lru.NewWithEvict(max(budget/minReplayCost, 1), func(_ ReplayKey, e *ReplayEntry[Cmd]) { rc.size.Add(-e.cost) })
 	if err != nil { // only for a size ≤ 0
 		panic(err)
 	}
-	return &ReplayCache[Cmd]{entries: entries}
+	rc.entries = entries
+	return rc
 }
 
 // hashers recycles the SHA-256 states the keys are computed with.
@@ -106,8 +125,23 @@ func (rc *ReplayCache[Cmd]) Get(k ReplayKey) (*ReplayEntry[Cmd], bool) {
 	return rc.entries.Get(k)
 }
 
-// Add keeps e under k, the least recently used entry making room.
-func (rc *ReplayCache[Cmd]) Add(k ReplayKey, e *ReplayEntry[Cmd]) { rc.entries.Add(k, e) }
+// Add keeps e, the command of body, under k unless k has an entry; the
+// least recently used entries make room.
+func (rc *ReplayCache[Cmd]) Add(k ReplayKey, body []byte, e *ReplayEntry[Cmd]) {
+	e.cost = max(int64(len(body)), minReplayCost)
+	if e.cost > rc.budget {
+		return
+	}
+	if had, _ := rc.entries.ContainsOrAdd(k, e); had {
+		return
+	}
+	rc.size.Add(e.cost)
+	for rc.size.Load() > rc.budget {
+		if _, _, ok := rc.entries.RemoveOldest(); !ok {
+			return
+		}
+	}
+}
 
 // Answered counts a request answered from an entry; Rebound one whose
 // entry was found but whose row or record asked for a write.
@@ -117,10 +151,19 @@ func (rc *ReplayCache[Cmd]) Answered() { rc.hits.Add(1) }
 func (rc *ReplayCache[Cmd]) Rebound() { rc.fallbacks.Add(1) }
 
 // Stats reports how many entries rc holds, and how many requests it
-// answered and sent back to the bind since it was made.
+// answered and sent back to the bind since it was made. Size reports what
+// its entries count against its budget.
 func (rc *ReplayCache[Cmd]) Stats() (entries int, answered, rebound int64) {
 	if rc == nil {
 		return 0, 0, 0
 	}
 	return rc.entries.Len(), rc.hits.Load(), rc.fallbacks.Load()
+}
+
+// Size: see [ReplayCache.Stats].
+func (rc *ReplayCache[Cmd]) Size() int64 {
+	if rc == nil {
+		return 0
+	}
+	return rc.size.Load()
 }

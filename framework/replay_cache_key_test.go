@@ -73,3 +73,45 @@ func TestReplayCacheKeySeparatesWhatTheFingerprintSeparates(t *testing.T) {
 		t.Fatal("a cache that is off has a key")
 	}
 }
+
+// TestReplayCacheKeepsToItsBudget: the entries never count more than the
+// budget, the least recently used make room, a key already kept is not
+// counted twice, and a body above the budget is not kept.
+func TestReplayCacheKeepsToItsBudget(t *testing.T) {
+	rc := NewReplayCache[int](4 * 1024)
+	body := func(n int) []byte { return make([]byte, n) }
+	key := func(i int) ReplayKey {
+		k, _ := rc.Key("t", []string{string(rune('a' + i))}, nil, nil, []byte("{}"))
+		return k
+	}
+	for i := range 4 {
+		rc.Add(key(i), body(1000), &ReplayEntry[int]{Command: i})
+	}
+	if n, _, _ := rc.Stats(); n != 4 || rc.Size() != 4000 {
+		t.Fatalf("%d entries counting %d, want 4 counting 4000", n, rc.Size())
+	}
+	rc.Add(key(0), body(1000), &ReplayEntry[int]{Command: 99})
+	if e, _ := rc.Get(key(0)); e.Command != 0 || rc.Size() != 4000 {
+		t.Fatalf("a second Add of a kept key replaced it (%d) or counted again (%d)", e.Command, rc.Size())
+	}
+	// key(0) is now the most recent: key(1) makes room for 2000 bytes,
+	// then key(2).
+	rc.Add(key(4), body(2000), &ReplayEntry[int]{Command: 4})
+	if rc.Size() > 4096 {
+		t.Fatalf("the entries count %d, over the budget", rc.Size())
+	}
+	for i, want := range []bool{true, false, false, true, true} {
+		if _, ok := rc.Get(key(i)); ok != want {
+			t.Fatalf("entry %d kept = %v, want %v", i, ok, want)
+		}
+	}
+	// A small body counts minReplayCost; one above the budget is not kept.
+	rc.Add(key(5), body(1), &ReplayEntry[int]{Command: 5})
+	if e, ok := rc.Get(key(5)); !ok || e.cost != minReplayCost {
+		t.Fatalf("a 1-byte body's entry: kept %v, cost %v", ok, e)
+	}
+	rc.Add(key(6), body(5000), &ReplayEntry[int]{Command: 6})
+	if _, ok := rc.Get(key(6)); ok || rc.Size() > 4096 {
+		t.Fatalf("a body above the budget was kept (size %d)", rc.Size())
+	}
+}

@@ -36,6 +36,8 @@ type JanitorPoint struct {
 	P99WithMs      float64 `json:"p99_with_ms"`
 	Non2xxWith     int     `json:"non_2xx_with"`
 	RequestsDuring int     `json:"requests_during"`
+	// StatusesWith counts the answers during the janitor by status.
+	StatusesWith map[int]int `json:"statuses_with"`
 }
 
 func (b *bench) runScale(ctx context.Context) (*ScaleReport, error) {
@@ -148,10 +150,14 @@ func (b *bench) runScale(ctx context.Context) (*ScaleReport, error) {
 		}
 		_ = bar.Add(1)
 		var all []time.Duration
-		jp := &JanitorPoint{Rows: b.o.janitor, Deleted: js.Deleted, Seconds: js.Seconds, P99WithoutMs: percentile(without.Latencies, 0.99)}
+		jp := &JanitorPoint{Rows: b.o.janitor, Deleted: js.Deleted, Seconds: js.Seconds, P99WithoutMs: percentile(without.Latencies, 0.99),
+			StatusesWith: map[int]int{}}
 		for _, s := range with {
 			all = append(all, s.Latencies...)
 			jp.Non2xxWith += s.Non2xx
+			for status, n := range s.Statuses {
+				jp.StatusesWith[status] += n
+			}
 		}
 		slices.Sort(all)
 		jp.P99WithMs, jp.RequestsDuring = percentile(all, 0.99), len(all)
@@ -174,7 +180,7 @@ func printScale(w io.Writer, rep *ScaleReport) {
 			last.PutReplayP99Ms/first.PutReplayP99Ms, last.PostReplayP99Ms/first.PostReplayP99Ms)
 	}
 	if j := rep.Janitor; j != nil {
-		fmt.Fprintf(w, "janitor: deleted %d of %d expired records in %.1fs; transfers p99 %.2f ms with it, %.2f ms without: %.2f× (target ≤ 2); %d non-2xx of %d\n",
-			j.Deleted, j.Rows, j.Seconds, j.P99WithMs, j.P99WithoutMs, j.P99WithMs/max(j.P99WithoutMs, 1e-9), j.Non2xxWith, j.RequestsDuring)
+		fmt.Fprintf(w, "janitor: deleted %d of %d expired records in %.1fs; transfers p99 %.2f ms with it, %.2f ms without: %.2f× (target ≤ 2); %d non-2xx of %d (by status: %v)\n",
+			j.Deleted, j.Rows, j.Seconds, j.P99WithMs, j.P99WithoutMs, j.P99WithMs/max(j.P99WithoutMs, 1e-9), j.Non2xxWith, j.RequestsDuring, j.StatusesWith)
 	}
 }

@@ -103,8 +103,9 @@ type Config struct {
 	// changes no transaction an attempt commits. Defaults to nil: no fail
 	// points.
 	FailPointFunc func(ctx context.Context, operation, point string) error
-	// ReplayCache is how many commands each operation keeps for retries
-	// of the same bytes ([framework.ReplayCache]): once a request with a
+	// ReplayCache is how many bytes of bodies each operation keeps the
+	// commands of for retries of the same bytes ([framework.ReplayCache]):
+	// once a request with a
 	// key was replayed, a retry that repeats its body (with the same
 	// tenant, path parameters and semantic headers, and at most
 	// [framework.MaxReplayCacheBody] long) takes its bound command and

@@ -124,7 +124,7 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 		// The command a replay used is untouched, but keep one bound for
 		// the cache, as after any path.
 		if cmd, err := op.bind(body); err == nil {
-			op.replays.Add(ck, &framework.ReplayEntry[any]{Command: cmd, Fingerprint: at.fingerprint})
+			op.replays.Add(ck, body, &framework.ReplayEntry[any]{Command: cmd, Fingerprint: at.fingerprint})
 		}
 	}
 	a.answer(c, op, key, out, err)

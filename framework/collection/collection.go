@@ -111,8 +111,9 @@ type Resource[Cmd, Model any] struct {
 	// Rows is the SQL seam of the resource table. Defaults to
 	// [NewRowStore] for the engine's dialect.
 	Rows RowStore
-	// ReplayCache is how many commands the PUT and legacy POST handlers
-	// keep for retries of the same bytes ([framework.ReplayCache]): once a
+	// ReplayCache is how many bytes of bodies the PUT and legacy POST
+	// handlers keep the commands of for retries of the same bytes
+	// ([framework.ReplayCache]): once a
 	// body was replayed, a retry that repeats its bytes (with the same
 	// tenant, ID and semantic headers, and at most
 	// [framework.MaxReplayCacheBody] long) takes its bound command and

@@ -134,7 +134,7 @@ func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, sta
 		// CONFLICT path after a lost race inserts child rows): keep a
 		// command bound for the cache.
 		if cmd, err := framework.Bind[Cmd](c.engine.Binder(), body); err == nil {
-			c.replays.Add(ck, &framework.ReplayEntry[Cmd]{Command: cmd, Fingerprint: res.Fingerprint})
+			c.replays.Add(ck, body, &framework.ReplayEntry[Cmd]{Command: cmd, Fingerprint: res.Fingerprint})
 		}
 	}
 	c.written(g, pattern, start, req.Tenant, req.ID, res, key)
