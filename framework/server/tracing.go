@@ -37,6 +37,28 @@ func TraceRequests(service string, tp trace.TracerProvider) gin.HandlerFunc {
 		otelgin.WithPropagators(propagation.TraceContext{}))
 }
 
+// PropagateTraceContext continues the caller's W3C trace context
+// (traceparent, tracestate) in each request's context without starting a
+// span: what [TraceRequests] leaves in the context when its tracer
+// provider is a no-op one, without building the span's attributes or
+// recording otelgin's HTTP metrics. Mount it instead of TraceRequests
+// where nothing traces requests and nothing reads otelgin's metrics (the
+// framework's own are [framework.Metrics]); the store's spans, event
+// headers and logs still carry the caller's trace.
+func PropagateTraceContext() gin.HandlerFunc {
+	var tc propagation.TraceContext
+	return func(c *gin.Context) {
+		if c.Request.Header.Get("Traceparent") == "" {
+			c.Next()
+			return
+		}
+		saved := c.Request.Context()
+		c.Request = c.Request.WithContext(tc.Extract(saved, propagation.HeaderCarrier(c.Request.Header)))
+		defer func() { c.Request = c.Request.WithContext(saved) }()
+		c.Next()
+	}
+}
+
 // routePathProvider gives otelgin tracers whose spans carry their
 // http.route as url.path, replacing the request's path.
 type routePathProvider struct{ trace.TracerProvider }

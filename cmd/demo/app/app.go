@@ -84,7 +84,9 @@ type Config struct {
 	Events EventsConfig
 	// TracerProvider traces requests (otelgin), their steps, the store's
 	// transactions and SQL statements, and event publishing and
-	// consumption. Defaults to a no-op provider.
+	// consumption. Defaults to a no-op provider, with which the requests
+	// only continue the caller's trace context
+	// ([server.PropagateTraceContext]).
 	TracerProvider trace.TracerProvider
 	// RequestDeadline bounds every request ([server.Deadline]): a
 	// database that does not answer gives 503 unavailable by then. Defaults
@@ -199,7 +201,14 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 
 	router := gin.New()
 	server.UseProblemHandlers(router, cfg.Logger)
-	router.Use(server.TraceRequests("retrysafe-demo", cfg.TracerProvider))
+	if _, off := cfg.TracerProvider.(noop.TracerProvider); off {
+		// Nothing traces the requests, and the demo sets no global meter
+		// provider for otelgin's HTTP metrics (its own are the
+		// framework's): continue the caller's trace context only.
+		router.Use(server.PropagateTraceContext())
+	} else {
+		router.Use(server.TraceRequests("retrysafe-demo", cfg.TracerProvider))
+	}
 	router.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{})))
 	router.Use(server.Deadline(cfg.RequestDeadline), server.StorableText())
 	router.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
