@@ -92,9 +92,10 @@ func TestMariaDBMeterCountsEachCommit(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		// A rolled-back write: no COMMIT, but InnoDB ends a rollback by
+		// A rolled-back write: no COMMIT. InnoDB ends a rollback by
 		// committing the undone transaction, which the write counter
-		// counts.
+		// counts most of the time, not always (one run of the suite
+		// counted 100 writes here).
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -112,19 +113,21 @@ func TestMariaDBMeterCountsEachCommit(t *testing.T) {
 		}
 		return c1 - c0, w
 	}
-	const wantCommits, wantWrites = writers*perWriter + 1, writers*perWriter + 1
+	// The writes: the committed inserts, and the rollback's undo when
+	// InnoDB counts it.
+	const wantCommits, wantWrites = writers*perWriter + 1, writers * perWriter
 	var tries []string
 	for range 5 {
 		commits, writes := attempt()
 		tries = append(tries, fmt.Sprintf("%d commits, %d writes", commits, writes))
 		if commits < wantCommits || writes < wantWrites {
-			t.Fatalf("counted %s; want %d commits, %d writes", tries[len(tries)-1], wantCommits, wantWrites)
+			t.Fatalf("counted %s; want %d commits, %d or %d writes", tries[len(tries)-1], wantCommits, wantWrites, wantWrites+1)
 		}
-		if commits == wantCommits && writes == wantWrites {
+		if commits == wantCommits && writes <= wantWrites+1 {
 			return
 		}
 	}
-	t.Fatalf("every attempt counted more than %d commits and %d writes (another client of the server?): %v", wantCommits, wantWrites, tries)
+	t.Fatalf("every attempt counted more than %d commits and %d writes (another client of the server?): %v", wantCommits, wantWrites+1, tries)
 }
 
 // inTx runs fn in a transaction of db and commits it.
