@@ -42,6 +42,10 @@ const minReplayCost = 512
 // It adds an entry only after a replay, from a command bound for the
 // cache. A nil *ReplayCache keeps nothing.
 //
+// The same cache keeps any value that is a function of the parts its key
+// hashes: package collection keeps the representation of a row version
+// in one, keyed by the version's system columns.
+//
 // Its memory is bounded by a budget of body bytes: each entry counts its
 // body's length, and at least minReplayCost; the least recently used
 // entries make room. The decoded command an entry holds is of the order

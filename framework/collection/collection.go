@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -146,6 +147,10 @@ type Collection[Cmd, Model any] struct {
 	// replays is the HTTP handlers' cache of replayed commands; nil when
 	// Resource.ReplayCache is negative.
 	replays *framework.ReplayCache[Cmd]
+	// renders keeps the representations of the row versions replayed
+	// ([Collection.renderVersion]), within the same budget; nil when
+	// Resource.ReplayCache is negative.
+	renders *framework.ReplayCache[[]byte]
 }
 
 // child is a has-many association of the model, resolved by gorm's schema.
@@ -192,7 +197,8 @@ func New[Cmd, Model any](e *framework.Engine, r Resource[Cmd, Model]) (*Collecti
 	if r.Rows == nil {
 		r.Rows = NewRowStore(e.DB().Driver)
 	}
-	c := &Collection[Cmd, Model]{engine: e, res: r, rows: r.Rows, replays: framework.NewReplayCache[Cmd](r.ReplayCache)}
+	c := &Collection[Cmd, Model]{engine: e, res: r, rows: r.Rows, replays: framework.NewReplayCache[Cmd](r.ReplayCache),
+		renders: framework.NewReplayCache[[]byte](r.ReplayCache)}
 	for _, name := range stmt.Schema.DBNames {
 		switch name {
 		case "tenant_id", "id", "created_at", "create_fingerprint", "deleted_at":
@@ -623,7 +629,7 @@ func (c *Collection[Cmd, Model]) reply(ctx context.Context, db *gorm.DB, p *put[
 		}
 	}
 	sys := any(cur).(Row).SystemColumns()
-	body, err := c.render(cur)
+	body, err := c.renderVersion(cur, sys)
 	if err != nil {
 		return Result{}, err
 	}
@@ -632,6 +638,34 @@ func (c *Collection[Cmd, Model]) reply(ctx context.Context, db *gorm.DB, p *put[
 		res.Location = c.location(sys.ID)
 	}
 	return res, nil
+}
+
+// renderVersion is [Collection.render] of cur, a version of a row with
+// its child rows, whose system columns are sys. The representations of
+// the versions replayed are kept ([Collection.renders]), keyed by what
+// tells one version of a row from every other: tenant, ID, version,
+// fingerprint, status and both times as the representation writes them
+// (a row deleted and created again starts at version 1 again, with
+// another created_at). A version's business columns are ModelFunc's of
+// the command of its fingerprint, and its child rows too, so the key
+// determines the representation. The caller gets its own copy.
+func (c *Collection[Cmd, Model]) renderVersion(cur *Model, sys *System) ([]byte, error) {
+	buf := make([]byte, 0, 128)
+	buf = strconv.AppendInt(buf, sys.Version, 10)
+	buf = append(append(buf, ' '), sys.Fingerprint...)
+	buf = sys.CreatedAt.AppendFormat(append(buf, ' '), time.RFC3339Nano)
+	buf = sys.UpdatedAt.AppendFormat(append(buf, ' '), time.RFC3339Nano)
+	k, cacheable := c.renders.Key(sys.TenantID, []string{sys.ID.String(), sys.Status, string(buf)}, nil, nil, nil)
+	if cacheable {
+		if e, ok := c.renders.Get(k); ok {
+			return bytes.Clone(e.Command), nil
+		}
+	}
+	body, err := c.render(cur)
+	if err == nil && cacheable {
+		c.renders.Add(k, body, &framework.ReplayEntry[[]byte]{Command: bytes.Clone(body)})
+	}
+	return body, err
 }
 
 func (c *Collection[Cmd, Model]) preloads() []Preload {

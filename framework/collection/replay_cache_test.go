@@ -2,6 +2,7 @@ package collection_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -132,6 +133,16 @@ func TestReplayCacheAnswersAsTheBind(t *testing.T) {
 			converged := put(a, "If-Match", created.Header.Get("ETag"))
 			wantStatus(t, converged, http.StatusOK)
 			wantStats("after the convergence", 1, 43, 1)
+			// A status change is a new version of the row: the replay
+			// renders it, not the representation kept for version 3.
+			if _, err := h.col.SetStatus(context.Background(), "t1", id, "sent"); err != nil {
+				t.Fatal(err)
+			}
+			sent := put(a)
+			if v := sent.view(t); sent.Status != http.StatusCreated || v.Status != "sent" || v.Version != 4 || bytes.Equal(sent.Body, again.Body) {
+				t.Fatalf("replay after a status change: %d %s", sent.Status, sent.Body)
+			}
+			wantStats("after the status change", 1, 44, 1)
 			// If-None-Match: * on a row created with these bytes and since
 			// replaced: refused from the cache as from the bind.
 			wantStatus(t, put(b, "If-None-Match", "*"), http.StatusPreconditionFailed)
@@ -141,7 +152,7 @@ func TestReplayCacheAnswersAsTheBind(t *testing.T) {
 			if gone := put(a); gone.Status != http.StatusGone {
 				t.Fatalf("PUT after DELETE: %d %s, want 410", gone.Status, gone.Body)
 			}
-			wantStats("after the tombstone", 1, 44, 1)
+			wantStats("after the tombstone", 1, 45, 1)
 			if n := h.count("invoices", "tenant_id = ? AND id = ? AND deleted_at IS NOT NULL", "t1", id); n != 1 {
 				t.Fatalf("%d tombstones, want 1", n)
 			}
@@ -170,7 +181,7 @@ func TestReplayCacheAnswersAsTheBind(t *testing.T) {
 					t.Fatalf("legacy replay %d %s, want 201 %s", r.Status, r.Body, first.Body)
 				}
 			}
-			wantStats("after the legacy replays", 2, 45, 1)
+			wantStats("after the legacy replays", 2, 46, 1)
 			if r := post(key, b); r.Status != http.StatusUnprocessableEntity || r.code(t) != "idempotency_key_reuse" {
 				t.Fatalf("legacy key reused with another body: %d %s", r.Status, r.Body)
 			}
