@@ -123,7 +123,9 @@ type Resource[Cmd, Model any] struct {
 	// other. A retry whose row asks for a write binds its body again. This
 	// needs Cmd's Default, Check and Normalize, its validation and
 	// ModelFunc to depend on the body alone, as they are documented to.
-	// Defaults to [framework.DefaultReplayCache]; negative keeps none.
+	// The representations of the row versions replayed are kept in a
+	// second cache of the same budget. Defaults to
+	// [framework.DefaultReplayCache]; negative keeps neither.
 	ReplayCache int
 }
 
@@ -148,7 +150,7 @@ type Collection[Cmd, Model any] struct {
 	// Resource.ReplayCache is negative.
 	replays *framework.ReplayCache[Cmd]
 	// renders keeps the representations of the row versions replayed
-	// ([Collection.renderVersion]), within the same budget; nil when
+	// ([Collection.renderVersion]), with a budget of the same size; nil when
 	// Resource.ReplayCache is negative.
 	renders *framework.ReplayCache[[]byte]
 }
