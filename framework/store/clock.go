@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,4 +34,77 @@ func (t *DatabaseTime) parse(s string) error {
 	}
 	t.Time = v
 	return nil
+}
+
+// ClockMaxAge is how long after its last read of the database clock a
+// [Clock] still estimates it.
+const ClockMaxAge = time.Second
+
+// clockRefresh is how long a [Clock] keeps a reading that later ones do
+// not tighten: a fresh one replaces it after that.
+const clockRefresh = 100 * time.Millisecond
+
+// Clock estimates the database clock between reads of it, for a write
+// that would otherwise read it first: a PUT create that inserts without
+// reading its row ([InsertsFirst]). It is fed the database time each such
+// read returned ([Clock.Observe]) and estimates from the reading taken
+// last, or the tightest of the last clockRefresh, plus the time elapsed
+// since on this process's monotonic clock, never its wall clock: an
+// estimate is the database's clock, as a read-first gives it, whatever
+// this process's clock says. The database evaluated its time before the
+// answer arrived, so an estimate is never ahead of the database clock,
+// and behind it by at most the time that answer took to arrive, as a
+// read-first's time is behind the commit it stamps. Past [ClockMaxAge]
+// without a reading there is no estimate, and the write reads first.
+// The zero Clock has no reading; a Clock is safe for concurrent use.
+type Clock struct {
+	last atomic.Pointer[clockReading]
+}
+
+// clockReading is the database time db that an answer received at the
+// local instant at (which holds a monotonic reading) carried.
+type clockReading struct{ db, at time.Time }
+
+// Observe records db, the database time an answer received at the local
+// instant received carried (time.Now() when the read returned).
+func (c *Clock) Observe(db, received time.Time) {
+	if db.IsZero() {
+		return
+	}
+	if r := c.last.Load(); r != nil {
+		age := received.Sub(r.at)
+		// r estimates r.db+age at received: keep it while it is fresh and
+		// no lower than db, the tighter bound.
+		if age >= 0 && age < clockRefresh && !db.After(r.db.Add(age)) {
+			return
+		}
+	}
+	c.last.Store(&clockReading{db: db, at: received})
+}
+
+// Now returns the estimated database clock, truncated to microseconds
+// (what every driver's timestamp columns keep), in UTC; false when no
+// reading is younger than [ClockMaxAge].
+func (c *Clock) Now() (time.Time, bool) {
+	r := c.last.Load()
+	if r == nil {
+		return time.Time{}, false
+	}
+	age := time.Since(r.at)
+	if age < 0 || age > ClockMaxAge {
+		return time.Time{}, false
+	}
+	return r.db.Add(age).UTC().Truncate(time.Microsecond), true
+}
+
+// InsertsFirst is implemented by a [Driver] whose database a create
+// should insert into without reading first: one that is a round trip
+// away, so that the read costs a round trip of its own, and where a
+// failed INSERT fails its own transaction alone. A PUT create there
+// inserts on the estimated database clock ([DB.Clock]) and reads only on
+// a conflict. SQLite does not implement it: its read costs no round
+// trip, and a write waits for the database's one writer.
+type InsertsFirst interface {
+	// InsertsFirst reports that creates should insert first.
+	InsertsFirst() bool
 }

@@ -125,6 +125,7 @@ type DB struct {
 	replica          *gorm.DB
 	replicaTimeout   time.Duration
 	ownedReplica     *sql.DB // opened by Open from ReplicaDSN
+	clock            Clock
 }
 
 // New wraps an application's own *gorm.DB for the framework; the [Driver]
@@ -241,6 +242,10 @@ func openGorm(ctx context.Context, d Driver, dsn string, cfg Config) (*gorm.DB, 
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	return gdb, sqlDB, nil
 }
+
+// Clock is the estimate of the primary's clock that the framework's reads
+// of it feed ([Clock]).
+func (db *DB) Clock() *Clock { return &db.clock }
 
 // SQL returns the underlying *sql.DB (for migrations and Close).
 func (db *DB) SQL() *sql.DB {

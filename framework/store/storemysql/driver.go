@@ -279,3 +279,8 @@ func (Driver) ReadSnapshot(ctx context.Context, db *gorm.DB, conn *sql.Conn, que
 // framework's row store then looks the key up to tell its own key from a
 // resource's unique column.
 func (Driver) SkipsAnyUniqueConflict() bool { return true }
+
+// InsertsFirst: the read before a create is a round trip of its own, and
+// a duplicate-key INSERT fails its statement, which fails the create's
+// transaction: the framework rolls it back whole and reads.
+func (Driver) InsertsFirst() bool { return true }

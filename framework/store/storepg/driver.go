@@ -339,3 +339,8 @@ func (p *uuidEncodePlan) SetNext(next pgtype.EncodePlan) { p.next = next }
 func (p *uuidEncodePlan) Encode(value any, buf []byte) ([]byte, error) {
 	return p.next.Encode([16]byte(value.(uuid.UUID)), buf)
 }
+
+// InsertsFirst: a create is one round trip when it inserts without reading
+// first (its INSERT, child rows and hook writes travel with the COMMIT),
+// and a conflicting INSERT fails that transaction alone.
+func (Driver) InsertsFirst() bool { return true }

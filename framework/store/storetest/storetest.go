@@ -63,6 +63,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"WriteUnderCancellation", testWriteUnderCancellation},
 		{"Errors", testErrors},
 		{"Clock", testClock},
+		{"ClockEstimate", testClockEstimate},
 		{"Snapshot", testSnapshot},
 		{"Later", testLater},
 		{"ExecAndLaterExec", testExecAndLaterExec},

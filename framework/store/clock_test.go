@@ -1,0 +1,79 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+)
+
+// TestClockKeepsTheTightestFreshReading: an estimate is the last reading
+// plus the time elapsed since it arrived; a reading that would put the
+// clock later replaces a fresh one, one that would put it earlier does
+// not; a reading older than ClockMaxAge gives no estimate.
+func TestClockKeepsTheTightestFreshReading(t *testing.T) {
+	var c store.Clock
+	db := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	at := time.Now()
+	c.Observe(db, at)
+	est, ok := c.Now()
+	if !ok || est.Before(db) || est.After(db.Add(time.Since(at)).Add(time.Microsecond)) {
+		t.Fatalf("estimate %v (%v) from the reading %v", est, ok, db)
+	}
+	if est.Location() != time.UTC || est.Nanosecond()%1000 != 0 {
+		t.Fatalf("estimate %v is not UTC in microseconds", est)
+	}
+
+	// An answer that took longer carries an earlier time for the same
+	// instant: it is a looser bound, and the kept reading stays.
+	c.Observe(db.Add(-time.Millisecond), at)
+	if got, _ := c.Now(); got.Before(est) {
+		t.Fatalf("a looser reading moved the estimate back from %v to %v", est, got)
+	}
+	// One that puts the clock later is the tighter bound.
+	c.Observe(db.Add(time.Hour), at)
+	if got, _ := c.Now(); got.Before(db.Add(time.Hour)) {
+		t.Fatalf("a tighter reading left the estimate at %v", got)
+	}
+
+	// A reading past the refresh age gives way to a newer one, even a
+	// looser one: a clock that drifts is bounded by the newest answer.
+	var r store.Clock
+	r.Observe(db.Add(time.Hour), at.Add(-500*time.Millisecond))
+	r.Observe(db, at)
+	if got, _ := r.Now(); got.After(db.Add(time.Minute)) {
+		t.Fatalf("a reading 500 ms old was kept over a new one: %v", got)
+	}
+
+	var stale store.Clock
+	stale.Observe(db, time.Now().Add(-store.ClockMaxAge-time.Millisecond))
+	if got, ok := stale.Now(); ok {
+		t.Fatalf("a reading older than ClockMaxAge gave the estimate %v", got)
+	}
+	stale.Observe(time.Time{}, time.Now())
+	if _, ok := stale.Now(); ok {
+		t.Fatal("a zero reading gave an estimate")
+	}
+}
+
+// BenchmarkClockNow is the estimate a create takes instead of a read.
+func BenchmarkClockNow(b *testing.B) {
+	var c store.Clock
+	c.Observe(time.Now().UTC(), time.Now())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := c.Now(); !ok {
+			c.Observe(time.Now().UTC(), time.Now())
+		}
+	}
+}
+
+// BenchmarkClockObserve is what each read-first adds to feed the clock.
+func BenchmarkClockObserve(b *testing.B) {
+	var c store.Clock
+	db := time.Now().UTC()
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Observe(db, time.Now())
+	}
+}
