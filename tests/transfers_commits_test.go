@@ -115,6 +115,18 @@ WHERE datname = $1 AND backend_type = 'client backend'`, m.name).Scan(&backends)
 	return last
 }
 
+// rollbacks returns the transactions rolled back in the database so far,
+// once the counters settled as [commitMeter.commits] waits for them.
+func (m *commitMeter) rollbacks(a *app.App) int64 {
+	m.tb.Helper()
+	m.commits(a)
+	var n int64
+	if err := m.admin.QueryRow("SELECT xact_rollback FROM pg_stat_database WHERE datname = $1", m.name).Scan(&n); err != nil {
+		m.tb.Fatal(err)
+	}
+	return n
+}
+
 // perRequest sends n requests with send and fails unless they cost want
 // commits each. Tolerance: four commits no request caused. pgx's
 // database/sql driver pings a connection the first time it is reused (and

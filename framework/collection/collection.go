@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -69,10 +70,11 @@ type Resource[Cmd, Model any] struct {
 	// OnCreateFunc, when set, runs inside the insert's transaction, only
 	// when the insert happened: outbox events and audit rows written on tx
 	// commit or roll back with the resource. On PostgreSQL the insert may
-	// still be on its way (it travels with the commit): when a concurrent
-	// create of the same ID commits first, this transaction fails and the
-	// hook's writes are rolled back with it, so the hook must write only
-	// on tx, never outside the database. Writes whose answer it does not
+	// still be on its way (it travels with the commit): when the ID is
+	// taken (a concurrent create committed first, or a PUT that inserts
+	// first finds the row), this transaction fails and the hook's writes
+	// are rolled back with it, so the hook must write only on tx, never
+	// outside the database. Writes whose answer it does not
 	// need go out fastest through pipeline.Later (outbox.Append does).
 	OnCreateFunc func(ctx context.Context, tx *gorm.DB, c Change[Model]) error
 	// OnReplaceFunc, when set, runs inside a replace's transaction after the
@@ -127,6 +129,15 @@ type Resource[Cmd, Model any] struct {
 	// second cache of the same budget. Defaults to
 	// [framework.DefaultReplayCache]; negative keeps neither.
 	ReplayCache int
+	// ReadFirst makes every PUT read its row before it writes. By default,
+	// on a database whose driver says so ([store.InsertsFirst]: PostgreSQL,
+	// the MySQL family), a PUT without If-Match inserts first, stamped
+	// with the estimated database clock ([store.Clock]), while most of the
+	// PUTs the collection served lately created a row; one that finds the
+	// ID taken (a retry this process has not replayed, a replace) rolls
+	// back and reads. Set ReadFirst where a refused INSERT (a line in
+	// PostgreSQL's log, a dead row version) costs more than a round trip.
+	ReadFirst bool
 }
 
 // Change is what the write hooks ([Resource.OnCreateFunc],
@@ -153,6 +164,8 @@ type Collection[Cmd, Model any] struct {
 	// ([Collection.renderVersion]), with a budget of the same size; nil when
 	// Resource.ReplayCache is negative.
 	renders *framework.ReplayCache[[]byte]
+	// first is the insert-first policy of its PUTs ([insertFirst]).
+	first insertFirst
 }
 
 // child is a has-many association of the model, resolved by gorm's schema.
@@ -201,6 +214,9 @@ func New[Cmd, Model any](e *framework.Engine, r Resource[Cmd, Model]) (*Collecti
 	}
 	c := &Collection[Cmd, Model]{engine: e, res: r, rows: r.Rows, replays: framework.NewReplayCache[Cmd](r.ReplayCache),
 		renders: framework.NewReplayCache[[]byte](r.ReplayCache)}
+	if d, ok := e.DB().Driver.(store.InsertsFirst); ok && !r.ReadFirst {
+		c.first.enabled = d.InsertsFirst()
+	}
 	for _, name := range stmt.Schema.DBNames {
 		switch name {
 		case "tenant_id", "id", "created_at", "create_fingerprint", "deleted_at":
@@ -329,10 +345,16 @@ func (c *Collection[Cmd, Model]) prepared(req *PutRequest[Cmd], fingerprint stri
 	}
 }
 
-// Put creates, converges on or replaces the resource. The row is read first
-// without a transaction, with the database clock: a replay, a convergence
-// or a refusal is answered from that one read. Only a miss or a replace
-// opens a write transaction.
+// Put creates, converges on or replaces the resource. Where the driver
+// inserts first ([store.InsertsFirst]) and most of the collection's recent
+// PUTs created a row ([Resource.ReadFirst]), a PUT without If-Match
+// creates at once, in one write transaction (one round trip on
+// PostgreSQL), stamped with the estimated database clock ([store.Clock]);
+// when the ID is taken nothing of it commits, and the PUT goes on as a
+// read-first one. Otherwise the row is read first without a transaction,
+// with the database clock: a replay, a convergence or a refusal is
+// answered from that one read. Only a miss or a replace opens a write
+// transaction.
 func (c *Collection[Cmd, Model]) Put(ctx context.Context, req PutRequest[Cmd]) (Result, error) {
 	p, err := c.prepare(&req)
 	if err != nil {
@@ -346,10 +368,34 @@ func (c *Collection[Cmd, Model]) Put(ctx context.Context, req PutRequest[Cmd]) (
 // read-first decides on anything but a reply or a refusal stops there,
 // writing nothing, and reports false.
 func (c *Collection[Cmd, Model]) put(ctx context.Context, p *put[Model], replyOnly bool) (Result, bool, error) {
+	eligible := !replyOnly && p.state.IfMatch == ""
+	tried := false
+	if eligible && c.first.enabled && c.first.open() {
+		if now, ok := c.engine.DB().Clock().Now(); ok {
+			// Insert first: a new ID is one round trip. The stamps are the
+			// estimated database clock, never this process's.
+			p.state.DBNow, tried = now, true
+			res, err := c.create(ctx, p)
+			if !errors.Is(err, ErrUniqueViolation) {
+				if err == nil {
+					c.first.saw(false)
+					c.first.inserted.Add(1)
+				}
+				return res, true, err
+			}
+			// The ID is taken (or a unique column is): nothing of the
+			// create committed. Read, and decide as a read-first would.
+			c.first.saw(true)
+			c.first.conflicts.Add(1)
+		}
+	}
 	cur := new(Model)
 	found, err := c.readFirst(ctx, c.engine.DB().Gorm, p, cur)
 	if err != nil {
 		return Result{}, true, c.engine.DB().Classify(err)
+	}
+	if eligible && c.first.enabled && !tried {
+		c.first.saw(found)
 	}
 	d := c.decide(p, found, cur, false, false)
 	switch d.Action {
@@ -409,6 +455,9 @@ func (c *Collection[Cmd, Model]) readFirst(ctx context.Context, db *gorm.DB, p *
 	var now time.Time // not &p.state.DBNow: p would move to the heap
 	found, err := c.rows.Read(ctx, db, ReadRowParams{Key: p.key, Dest: cur, Now: &now})
 	p.state.DBNow = now
+	if err == nil && db == c.engine.DB().Gorm {
+		c.engine.DB().Clock().Observe(now, time.Now())
+	}
 	return found, err
 }
 
@@ -472,12 +521,14 @@ func (c *Collection[Cmd, Model]) childTables() []ChildTable {
 	return out
 }
 
-// create creates the resource that the read-first found absent, in one
-// transaction that on PostgreSQL is one round trip: a plain INSERT of the
-// row ([RowStore.Create]), the child rows and the creation hook's writes
-// all travel with the COMMIT. A concurrent create of the same ID that
-// committed first makes it fail with ErrUniqueViolation, and nothing of it
-// commits; Put then takes the INSERT … ON CONFLICT path.
+// create creates the resource, as of p.state.DBNow, in one transaction
+// that on PostgreSQL is one round trip: a plain INSERT of the row
+// ([RowStore.Create]), the child rows and the creation hook's writes all
+// travel with the COMMIT. Put calls it before any read (inserting first)
+// or once the read-first found the row absent. A row of the same ID
+// (committed first, or found by an insert-first) makes it fail with
+// ErrUniqueViolation, and nothing of it commits; Put then reads, or takes
+// the INSERT … ON CONFLICT path.
 func (c *Collection[Cmd, Model]) create(ctx context.Context, p *put[Model]) (Result, error) {
 	var res Result
 	err := c.engine.DB().Write(ctx, func(tx *gorm.DB) error {

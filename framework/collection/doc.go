@@ -9,11 +9,18 @@
 // builds it on a framework.Engine and [Collection.Mount] serves PUT, GET,
 // HEAD and
 // DELETE /{name}/{id} and a newest-first list with filters. A PUT reads
-// the row first; a replay is answered from that read. A miss is created
-// in one transaction (one round trip on PostgreSQL); when a concurrent
-// create of the same ID committed first, that transaction rolls back and
-// the PUT falls back to INSERT … ON CONFLICT (tenant_id, id) DO NOTHING,
-// so a retried or concurrent create converges on one row, one set of child
+// the row first (unless it inserts first, below); a replay is answered
+// from that read. A miss is created
+// in one transaction (one round trip on PostgreSQL). On PostgreSQL and the
+// MySQL family, while most of the collection's recent PUTs created a row,
+// a PUT without If-Match skips the read and creates at once, stamped with
+// the database clock as estimated from earlier reads ([store.Clock],
+// [Resource.ReadFirst]): a new ID costs that one transaction. When the ID
+// is taken (a concurrent create committed first, or the insert-first
+// found the row), that transaction rolls back and the PUT reads, then
+// falls back to INSERT … ON CONFLICT (tenant_id, id) DO NOTHING where it
+// must create, so a retried or concurrent create converges on one row,
+// one set of child
 // rows and one creation hook. What a PUT does is decided by one pure function from the
 // row it read and the database clock read with it (the replay window and
 // the tombstone retention are judged on the database clock, which also

@@ -1,0 +1,132 @@
+package collection_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/retrysafe/retrysafe/framework/collection"
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/testdb"
+)
+
+// TestCreatesInsertFirstAndATakenIDReads: on a database that inserts
+// first (PostgreSQL, MariaDB), a PUT create of a new ID inserts without
+// reading, stamped with the estimated database clock, and writes its row,
+// its lines and its event once; a retry of it (the replay cache is off)
+// finds the ID taken, rolls back, reads and replays byte for byte,
+// writing nothing. A run of replaces turns the collection to read-first,
+// and a run of creates turns it back. With ReadFirst, and on SQLite,
+// nothing inserts first.
+func TestCreatesInsertFirstAndATakenIDReads(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		h := setup(t, dsn, func(o *setupOptions) {
+			o.resource = func(r *collection.Resource[InvoiceCommand, Invoice]) { r.ReplayCache = -1 }
+		})
+		_, first := h.db.Driver.(store.InsertsFirst)
+		dbNow := func() time.Time {
+			t.Helper()
+			var now store.DatabaseTime
+			if err := h.db.SQL().QueryRowContext(context.Background(), "SELECT "+h.db.Driver.Now()).Scan(&now); err != nil {
+				t.Fatal(err)
+			}
+			return now.Time
+		}
+		// feed gives the clock a reading just before a request, as a read
+		// first would, so that the request finds an estimate
+		// (store.ClockMaxAge).
+		feed := func() { h.db.Clock().Observe(dbNow(), time.Now()) }
+		counts := func(step string, inserted, conflicts int64) {
+			t.Helper()
+			if !first {
+				inserted, conflicts = 0, 0
+			}
+			if i, c := collection.InsertFirstCounts(h.col); i != inserted || c != conflicts {
+				t.Fatalf("%s: %d inserted first, %d conflicts; want %d, %d", step, i, c, inserted, conflicts)
+			}
+		}
+		lines := func(id uuid.UUID) int64 {
+			return h.count("invoice_lines", "tenant_id = ? AND invoice_id = ?", "t1", id)
+		}
+		events := func(id uuid.UUID) int64 {
+			return h.count("invoice_events", "tenant_id = ? AND invoice_id = ?", "t1", id)
+		}
+
+		const n = 8
+		ids := make([]uuid.UUID, n)
+		created := make([]reply, n)
+		for i := range ids {
+			ids[i] = uuid.New()
+			feed()
+			created[i] = h.do("PUT", invoicePath(ids[i]), "tok1", invoiceBody("cus_1", 100, i+1))
+			wantStatus(t, created[i], http.StatusCreated)
+			after := dbNow()
+			row := h.row(ids[i])
+			if v := created[i].view(t); !v.Created.Equal(row.CreatedAt) || !v.Updated.Equal(row.UpdatedAt) || row.CreatedAt.After(after) {
+				t.Fatalf("create %d: answered created_at %v, stored %v; the database clock read after it %v", i, v.Created, row.CreatedAt, after)
+			}
+			if l, e := lines(ids[i]), events(ids[i]); l != 2 || e != 1 {
+				t.Fatalf("create %d: %d lines, %d events", i, l, e)
+			}
+		}
+		counts("after the creates", n, 0)
+
+		for i, id := range ids {
+			feed()
+			r := h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_1", 100, i+1))
+			if r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.Body, created[i].Body) ||
+				r.Header.Get("ETag") != created[i].Header.Get("ETag") {
+				t.Fatalf("retry %d: %d %v %s, want the create's 201 byte for byte", i, r.Status, r.Header, r.Body)
+			}
+			if row := h.row(id); row.Version != 1 || lines(id) != 2 || events(id) != 1 {
+				t.Fatalf("retry %d wrote: version %d, %d lines, %d events", i, row.Version, lines(id), events(id))
+			}
+		}
+		// Eight PUTs that found their row move the average to 0.40: the
+		// collection still inserts first.
+		counts("after the retries", n, n)
+
+		// Replaces: each finds the row. Three more refused INSERTs take
+		// the average past a half; the replaces after them read first.
+		for i := range 12 {
+			feed()
+			r := h.do("PUT", invoicePath(ids[0]), "tok1", invoiceBody("cus_1", 200+i))
+			wantStatus(t, r, http.StatusOK)
+			if v := r.view(t).Version; v != int64(i+2) {
+				t.Fatalf("replace %d: version %d", i, v)
+			}
+		}
+		if l := lines(ids[0]); l != 1 {
+			t.Fatalf("after the replaces: %d lines", l)
+		}
+		counts("after the replaces", n, n+3)
+
+		// Creates under read-first: each read finds no row, and the
+		// average falls back under a half after six of them.
+		for i := range 12 {
+			feed()
+			wantStatus(t, h.do("PUT", invoicePath(uuid.New()), "tok1", invoiceBody("cus_2", i+1)), http.StatusCreated)
+		}
+		counts("after the creates that turned it back", n+6, n+3)
+		if got := h.count("invoices", "tenant_id = ?", "t1"); got != n+12 {
+			t.Fatalf("%d invoices, want %d", got, n+12)
+		}
+
+		// ReadFirst: every PUT reads its row first.
+		rf := setup(t, dsn, func(o *setupOptions) {
+			o.resource = func(r *collection.Resource[InvoiceCommand, Invoice]) { r.ReadFirst = true }
+		})
+		for range 3 {
+			rf.db.Clock().Observe(dbNow(), time.Now())
+			wantStatus(t, rf.do("PUT", invoicePath(uuid.New()), "tok1", invoiceBody("cus_3", 1)), http.StatusCreated)
+		}
+		if i, c := collection.InsertFirstCounts(rf.col); i != 0 || c != 0 {
+			t.Fatalf("with ReadFirst: %d inserted first, %d conflicts", i, c)
+		}
+	})
+}
