@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -103,6 +104,7 @@ func scenarios() []*scenario {
 		naiveIDs     []string
 		orderIDs     []uuid.UUID
 		patchIDs     []uuid.UUID
+		replaceIDs   []uuid.UUID
 		legacyKeys   []string
 		transferReqs []request
 		paymentKeys  []string
@@ -200,6 +202,14 @@ func scenarios() []*scenario {
 			prepare: createOrders(&patchIDs),
 			next: func(cl *client) request {
 				return patchOrder(patchIDs[pick(cl, len(patchIDs))], []byte(`{"note":"`+cl.key("patch")+`"}`))
+			},
+		},
+		{
+			name: "put-replace", about: "PUT /v1/orders/{id} of an existing order with another note: a read, a locked read and a replace",
+			prepare: createOrders(&replaceIDs),
+			next: func(cl *client) request {
+				body := bytes.Replace(orderBody, []byte(`"note":"bench"`), []byte(`"note":"`+cl.key("replace")+`"`), 1)
+				return request{method: http.MethodPut, path: "/v1/orders/" + replaceIDs[pick(cl, len(replaceIDs))].String(), body: body}
 			},
 		},
 		{
