@@ -74,7 +74,8 @@ type Resource[Cmd, Model any] struct {
 	// taken (a concurrent create committed first, or a PUT that inserts
 	// first finds the row), this transaction fails and the hook's writes
 	// are rolled back with it, so the hook must write only on tx, never
-	// outside the database. Writes whose answer it does not
+	// outside the database, and leave c.Model as it is: the PUT goes on
+	// with it. Writes whose answer it does not
 	// need go out fastest through pipeline.Later (outbox.Append does).
 	OnCreateFunc func(ctx context.Context, tx *gorm.DB, c Change[Model]) error
 	// OnReplaceFunc, when set, runs inside a replace's transaction after the
@@ -370,7 +371,7 @@ func (c *Collection[Cmd, Model]) Put(ctx context.Context, req PutRequest[Cmd]) (
 func (c *Collection[Cmd, Model]) put(ctx context.Context, p *put[Model], replyOnly bool) (Result, bool, error) {
 	eligible := !replyOnly && p.state.IfMatch == ""
 	tried := false
-	if eligible && c.first.enabled && c.first.open() {
+	if eligible && c.first.open() {
 		if now, ok := c.engine.DB().Clock().Now(); ok {
 			// Insert first: a new ID is one round trip. The stamps are the
 			// estimated database clock, never this process's.

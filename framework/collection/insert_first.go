@@ -31,7 +31,7 @@ const (
 )
 
 // open reports that the next PUT should insert first.
-func (f *insertFirst) open() bool { return f.taken.Load() < takenOne/2 }
+func (f *insertFirst) open() bool { return f.enabled && f.taken.Load() < takenOne/2 }
 
 // saw moves the average towards whether a PUT found its row.
 func (f *insertFirst) saw(taken bool) {
