@@ -369,11 +369,13 @@ func TestOrderDeleteTombstone(t *testing.T) {
 func TestOrderConcurrentIdenticalCreates(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		e := newEnv(t, dsn, func(c *app.Config) { c.LockTimeout = 10 * time.Second })
+		// The store's clock keeps a reading for the whole test, so that
+		// the warm storm inserts first however slow the machine.
+		e := newEnv(t, dsn, func(c *app.Config) { c.LockTimeout, c.Store.ClockMaxAge = 10*time.Second, time.Hour })
 		// Cold, the first PUTs read first (the store's clock has no
-		// reading yet); warm, after a create a moment ago, every PUT of
-		// the storm inserts first on PostgreSQL and MariaDB, and all but
-		// one find the ID taken.
+		// reading yet); warm, after a create, every PUT of the storm
+		// inserts first on PostgreSQL and MariaDB, and all but one find
+		// the ID taken.
 		for _, warm := range []bool{false, true} {
 			if warm {
 				wantStatus(t, e.do("PUT", orderPath(uuid.New()), tokenAcme, orderBody(1, "1.00")), http.StatusCreated)

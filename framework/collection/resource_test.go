@@ -137,6 +137,8 @@ type setupOptions struct {
 	tp trace.TracerProvider
 	// outbox creates the framework's tables (outbox_events and the rest).
 	outbox bool
+	// clockMaxAge is the store's Config.ClockMaxAge.
+	clockMaxAge time.Duration
 }
 
 func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
@@ -145,7 +147,7 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 	for _, f := range opts {
 		f(&o)
 	}
-	db, err := store.Open(context.Background(), dsn, store.Config{LockTimeout: o.lockTimeout, TracerProvider: o.tp})
+	db, err := store.Open(context.Background(), dsn, store.Config{LockTimeout: o.lockTimeout, TracerProvider: o.tp, ClockMaxAge: o.clockMaxAge})
 	if err != nil {
 		t.Fatal(err)
 	}

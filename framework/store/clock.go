@@ -37,7 +37,7 @@ func (t *DatabaseTime) parse(s string) error {
 }
 
 // ClockMaxAge is how long after its last read of the database clock a
-// [Clock] still estimates it.
+// [Clock] still estimates it, unless [Config.ClockMaxAge] says otherwise.
 const ClockMaxAge = time.Second
 
 // clockRefresh is how long a [Clock] keeps a reading that later ones do
@@ -54,11 +54,15 @@ const clockRefresh = 100 * time.Millisecond
 // this process's clock says. The database evaluated its time before the
 // answer arrived, so an estimate is never ahead of the database clock,
 // and behind it by at most the time that answer took to arrive, as a
-// read-first's time is behind the commit it stamps. Past [ClockMaxAge]
-// without a reading there is no estimate, and the write reads first.
-// The zero Clock has no reading; a Clock is safe for concurrent use.
+// read-first's time is behind the commit it stamps. Past its maximum age
+// ([Config.ClockMaxAge], [ClockMaxAge] for the zero Clock) without a
+// reading there is no estimate, and the write reads first. The zero Clock
+// has no reading; a Clock is safe for concurrent use.
 type Clock struct {
 	last atomic.Pointer[clockReading]
+	// maxAge is the maximum age of a reading: ClockMaxAge when 0, no
+	// estimate at all when negative.
+	maxAge time.Duration
 }
 
 // clockReading is the database time db that an answer received at the
@@ -84,14 +88,18 @@ func (c *Clock) Observe(db, received time.Time) {
 
 // Now returns the estimated database clock, truncated to microseconds
 // (what every driver's timestamp columns keep), in UTC; false when no
-// reading is younger than [ClockMaxAge].
+// reading is younger than the clock's maximum age.
 func (c *Clock) Now() (time.Time, bool) {
 	r := c.last.Load()
-	if r == nil {
+	if r == nil || c.maxAge < 0 {
 		return time.Time{}, false
 	}
+	maxAge := c.maxAge
+	if maxAge == 0 {
+		maxAge = ClockMaxAge
+	}
 	age := time.Since(r.at)
-	if age < 0 || age > ClockMaxAge {
+	if age < 0 || age > maxAge {
 		return time.Time{}, false
 	}
 	return r.db.Add(age).UTC().Truncate(time.Microsecond), true

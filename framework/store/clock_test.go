@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -53,6 +55,34 @@ func TestClockKeepsTheTightestFreshReading(t *testing.T) {
 	stale.Observe(time.Time{}, time.Now())
 	if _, ok := stale.Now(); ok {
 		t.Fatal("a zero reading gave an estimate")
+	}
+}
+
+// TestConfigClockMaxAge: a store's clock keeps a reading for
+// Config.ClockMaxAge (1 s by default), and none at all when it is
+// negative, so that every create reads first.
+func TestConfigClockMaxAge(t *testing.T) {
+	db := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	twoSecondsAgo := time.Now().Add(-2 * time.Second)
+	for _, c := range []struct {
+		maxAge time.Duration
+		want   bool
+	}{{0, false}, {time.Hour, true}, {-1, false}} {
+		s, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "clock.db"), store.Config{ClockMaxAge: c.maxAge})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Clock().Observe(db, twoSecondsAgo)
+		if _, ok := s.Clock().Now(); ok != c.want {
+			t.Errorf("ClockMaxAge %v: an estimate from a reading 2 s old: %v, want %v", c.maxAge, ok, c.want)
+		}
+		if c.maxAge < 0 {
+			s.Clock().Observe(db, time.Now())
+			if _, ok := s.Clock().Now(); ok {
+				t.Errorf("ClockMaxAge %v: an estimate from a fresh reading", c.maxAge)
+			}
+		}
+		_ = s.Close()
 	}
 }
 

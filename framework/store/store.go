@@ -81,6 +81,11 @@ type Config struct {
 	// that stops answering costs a request this long, not its deadline.
 	// Defaults to 500ms.
 	ReplicaTimeout time.Duration
+	// ClockMaxAge is how long after the framework last read the database
+	// clock a create may still be stamped with an estimate of it
+	// ([Clock]) instead of reading first. Defaults to [ClockMaxAge] (1s);
+	// negative keeps no estimate, so that every create reads first.
+	ClockMaxAge time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -110,6 +115,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.ReplicaTimeout == 0 {
 		c.ReplicaTimeout = 500 * time.Millisecond
+	}
+	if c.ClockMaxAge == 0 {
+		c.ClockMaxAge = ClockMaxAge
 	}
 	return nil
 }
@@ -161,7 +169,7 @@ func New(ctx context.Context, gdb *gorm.DB, cfg Config) (*DB, error) {
 		return nil, classify(d, err)
 	}
 	db := &DB{Gorm: gdb, Driver: bound, lockTimeout: cfg.LockTimeout, statementTimeout: cfg.StatementTimeout,
-		tracer: cfg.TracerProvider.Tracer(tracerName)}
+		tracer: cfg.TracerProvider.Tracer(tracerName), clock: Clock{maxAge: cfg.ClockMaxAge}}
 	if err := db.bindReplica(ctx, cfg); err != nil {
 		return nil, err
 	}
