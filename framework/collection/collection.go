@@ -132,7 +132,7 @@ type Resource[Cmd, Model any] struct {
 	ReplayCache int
 	// ReadFirst makes every PUT read its row before it writes. By default,
 	// on a database whose driver says so ([store.InsertsFirst]: PostgreSQL,
-	// the MySQL family), a PUT without If-Match inserts first, stamped
+	// the MySQL family, SQLite), a PUT without If-Match inserts first, stamped
 	// with the estimated database clock ([store.Clock]), while most of the
 	// PUTs the collection served lately created a row; one that finds the
 	// ID taken (a retry this process has not replayed, a replace) rolls

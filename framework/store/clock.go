@@ -63,6 +63,9 @@ type Clock struct {
 	// maxAge is the maximum age of a reading: ClockMaxAge when 0, no
 	// estimate at all when negative.
 	maxAge time.Duration
+	// resolution is what an estimate is truncated to: a microsecond when
+	// 0, or the database clock's resolution ([ClockResolution]).
+	resolution time.Duration
 }
 
 // clockReading is the database time db that an answer received at the
@@ -87,8 +90,9 @@ func (c *Clock) Observe(db, received time.Time) {
 }
 
 // Now returns the estimated database clock, truncated to microseconds
-// (what every driver's timestamp columns keep), in UTC; false when no
-// reading is younger than the clock's maximum age.
+// (what every driver's timestamp columns keep) or to the database clock's
+// coarser resolution ([ClockResolution]), in UTC; false when no reading is
+// younger than the clock's maximum age.
 func (c *Clock) Now() (time.Time, bool) {
 	r := c.last.Load()
 	if r == nil || c.maxAge < 0 {
@@ -102,16 +106,34 @@ func (c *Clock) Now() (time.Time, bool) {
 	if age < 0 || age > maxAge {
 		return time.Time{}, false
 	}
-	return r.db.Add(age).UTC().Truncate(time.Microsecond), true
+	resolution := c.resolution
+	if resolution <= 0 {
+		resolution = time.Microsecond
+	}
+	return r.db.Add(age).UTC().Truncate(resolution), true
+}
+
+// ClockResolution is implemented by a [Driver] whose clock ([Driver.Now])
+// reads coarser than a microsecond: SQLite's, in milliseconds. The
+// [Clock] truncates its estimates to it, so that an estimate is never
+// ahead of a reading of the database clock taken after it, and a row a
+// create stamped with an estimate never looks younger than one a later
+// write stamped with a reading.
+type ClockResolution interface {
+	// ClockResolution is the resolution of the database clock as
+	// [Driver.Now] reads it.
+	ClockResolution() time.Duration
 }
 
 // InsertsFirst is implemented by a [Driver] whose database a create
-// should insert into without reading first: one that is a round trip
-// away, so that the read costs a round trip of its own, and where a
-// failed INSERT fails its own transaction alone. A PUT create there
-// inserts on the estimated database clock ([DB.Clock]) and reads only on
-// a conflict. SQLite does not implement it: its read costs no round
-// trip, and a write waits for the database's one writer.
+// should insert into without reading first, and where a failed INSERT
+// fails its own transaction alone: every driver of the framework. On a
+// database a round trip away (PostgreSQL, the MySQL family) the read
+// costs a round trip of its own; on SQLite it costs no round trip but
+// compiling and stepping two statements, after another connection's
+// commit emptied the connection's page cache. A PUT create there inserts
+// on the estimated database clock ([DB.Clock]) and reads only on a
+// conflict.
 type InsertsFirst interface {
 	// InsertsFirst reports that creates should insert first.
 	InsertsFirst() bool

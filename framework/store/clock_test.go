@@ -86,6 +86,43 @@ func TestConfigClockMaxAge(t *testing.T) {
 	}
 }
 
+// TestClockTruncatesToTheDatabaseResolution: on SQLite, whose clock reads
+// in milliseconds (store.ClockResolution), an estimate is whole
+// milliseconds, and none of 500 is ahead of SQLite's clock read after it;
+// kept in microseconds, 114 of 500 were (tried).
+func TestClockTruncatesToTheDatabaseResolution(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "clock.db"), store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if r, ok := s.Driver.(store.ClockResolution); !ok || r.ClockResolution() != time.Millisecond {
+		t.Fatalf("the SQLite driver does not say its clock reads in milliseconds")
+	}
+	read := func() time.Time {
+		t.Helper()
+		var now store.DatabaseTime
+		if err := s.SQL().QueryRowContext(ctx, "SELECT "+s.Driver.Now()).Scan(&now); err != nil {
+			t.Fatal(err)
+		}
+		return now.Time
+	}
+	s.Clock().Observe(read(), time.Now())
+	for i := range 500 {
+		est, ok := s.Clock().Now()
+		if !ok {
+			t.Fatalf("no estimate %d", i)
+		}
+		if est.Nanosecond()%int(time.Millisecond) != 0 {
+			t.Fatalf("estimate %d, %v, is not in whole milliseconds", i, est)
+		}
+		if now := read(); est.After(now) {
+			t.Fatalf("estimate %d, %v, is ahead of SQLite's clock %v read after it", i, est, now)
+		}
+	}
+}
+
 // BenchmarkClockNow is the estimate a create takes instead of a read.
 func BenchmarkClockNow(b *testing.B) {
 	var c store.Clock

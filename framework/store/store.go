@@ -170,6 +170,9 @@ func New(ctx context.Context, gdb *gorm.DB, cfg Config) (*DB, error) {
 	}
 	db := &DB{Gorm: gdb, Driver: bound, lockTimeout: cfg.LockTimeout, statementTimeout: cfg.StatementTimeout,
 		tracer: cfg.TracerProvider.Tracer(tracerName), clock: Clock{maxAge: cfg.ClockMaxAge}}
+	if r, ok := bound.(ClockResolution); ok {
+		db.clock.resolution = r.ClockResolution()
+	}
 	if err := db.bindReplica(ctx, cfg); err != nil {
 		return nil, err
 	}

@@ -38,12 +38,9 @@ func testClock(t *testing.T, h Harness) {
 func testClockEstimate(t *testing.T, h Harness) {
 	db := open(t, h, store.Config{})
 	read := func() time.Time { t.Helper(); return readNow(t, db) }
-	// The estimate keeps microseconds; SQLite's clock reads in
-	// milliseconds, truncated, so that a later reading may show less.
-	slack := time.Duration(0)
-	if _, ok := db.Driver.(store.InsertsFirst); !ok {
-		slack = time.Millisecond
-	}
+	// No slack: an estimate is truncated to the clock's resolution
+	// (store.ClockResolution: SQLite's reads in milliseconds), so that a
+	// reading taken after it never shows less.
 	clock := db.Clock()
 	if _, ok := clock.Now(); ok {
 		t.Fatal("a clock that never read the database has an estimate")
@@ -59,7 +56,7 @@ func testClockEstimate(t *testing.T, h Harness) {
 			t.Fatalf("estimate %d, %v, is before the reading %v it was made from", i, est, fed)
 		}
 		now := read()
-		if est.After(now.Add(slack)) {
+		if est.After(now) {
 			t.Fatalf("estimate %d, %v, is ahead of the database clock %v read after it", i, est, now)
 		}
 		if i%2 == 0 { // every other read feeds the clock
