@@ -143,11 +143,21 @@ func (s *records) Get(ctx context.Context, db *gorm.DB, p *store.RecordGetParams
 	if q, ok := s.numbered["get"]; ok {
 		return s.getNumbered(ctx, db, q, s.args(p.ID, nil))
 	}
-	var rows []recordRow
-	if err := db.WithContext(ctx).Raw(s.sql["get"], s.args(p.ID, nil)).Find(&rows).Error; err != nil || len(rows) == 0 {
+	rows, err := db.WithContext(ctx).Raw(s.sql["get"], s.args(p.ID, nil)).Rows()
+	if err != nil {
 		return store.RecordRow{}, false, err
 	}
-	return rows[0].row(), true, nil
+	defer func() { _ = rows.Close() }()
+	if !rows.Next() {
+		return store.RecordRow{}, false, rows.Err()
+	}
+	var r recordRow
+	var now store.DatabaseTime
+	if err := rows.Scan(append(r.columns(), &now)...); err != nil {
+		return store.RecordRow{}, false, err
+	}
+	r.judgeAt(now.Time)
+	return r.row(), true, rows.Close()
 }
 
 // getNumbered is Get on a numbered or positional spelling (PostgreSQL,
@@ -164,11 +174,13 @@ func (s *records) getNumbered(ctx context.Context, db *gorm.DB, q numberedSQL, a
 		db.Logger.Trace(ctx, start, func() (string, int64) { return q.sql, n }, err)
 	}()
 	var r recordRow
-	dest := func([]string) []any { return r.dests() }
+	var now store.DatabaseTime
+	dest := func([]string) []any { return append(r.columns(), &now) }
 	found, err = store.QueryRow(ctx, s.s.Rows, db.Statement.ConnPool, q.sql, q.values(args), dest)
 	if err != nil || !found {
 		return store.RecordRow{}, false, err
 	}
+	r.judgeAt(now.Time)
 	return r.row(), true, nil
 }
 
@@ -332,13 +344,27 @@ type recordRow struct {
 	LeaseExpired       int        `gorm:"column:lease_expired"`
 }
 
-// dests are the destinations of the columns of a record, in the order
+// columns are the destinations of the columns of a record, in the order
 // [recordColumns] reads them.
-func (r *recordRow) dests() []any {
+func (r *recordRow) columns() []any {
 	return []any{&r.TenantID, &r.Operation, &r.IdemKey, &r.Fingerprint, &r.FingerprintVersion, &r.State,
 		&r.RecoveryPoint, &r.Attempt, &r.Fence, &r.LockedUntil, &r.ResponseStatus, &r.ResponseHeaders,
 		&r.ResponseBody, &r.ResponseTruncated, &r.ResourceRef, &r.ErrorCode, &r.CreatedAt, &r.UpdatedAt,
-		&r.ExpiresAt, &r.Expired, &r.LeaseExpired}
+		&r.ExpiresAt}
+}
+
+// judgeAt sets Expired and LeaseExpired as of now, the database clock
+// read with the row, as "list" sets them in SQL: a completed record
+// whose expires_at is not after now has expired, and a lease whose
+// locked_until is not after now has ended.
+func (r *recordRow) judgeAt(now time.Time) {
+	r.Expired, r.LeaseExpired = 0, 0
+	if r.State == "completed" && !r.ExpiresAt.After(now) {
+		r.Expired = 1
+	}
+	if r.LockedUntil != nil && !r.LockedUntil.After(now) {
+		r.LeaseExpired = 1
+	}
 }
 
 func (r *recordRow) row() store.RecordRow {
