@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,11 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/collection"
+	"github.com/retrysafe/retrysafe/framework/server"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -432,5 +435,58 @@ func TestPutRequestLog(t *testing.T) {
 	}
 	if want := []string{"executed/false/201", "replayed/true/201"}; !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
+	}
+}
+
+// TestLegacyPOSTLog: a legacy POST logs "legacy route used" with the
+// hash of its key at Info, and nothing of it under a logger that keeps
+// only warnings.
+func TestLegacyPOSTLog(t *testing.T) {
+	t.Parallel()
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelWarn} {
+		var logs bytes.Buffer
+		h := setup(t, testdb.New(t, "sqlite"), func(o *setupOptions) {
+			o.logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: level}))
+		})
+		router := gin.New()
+		auth, err := server.NewStaticTokens(map[string]string{"tok1": "t1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.col.MountLegacyPOST(router.Group("/v1", server.RequireAuth(auth, nil)),
+			collection.LegacyConfig{DeprecatedSince: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
+			t.Fatal(err)
+		}
+		legacy := httptest.NewServer(router)
+		key := "legacy-" + uuid.NewString()
+		for range 2 {
+			wantStatus(t, (&harness{t: t, srv: legacy}).do("POST", "/v1/invoices", "tok1", invoiceBody("cus_1", 1), "Idempotency-Key", key), http.StatusCreated)
+		}
+		legacy.Close()
+		var used []map[string]any
+		for line := range strings.Lines(logs.String()) {
+			var ev map[string]any
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			if ev["msg"] == "legacy route used" {
+				used = append(used, ev)
+			}
+		}
+		want := 2
+		if level > slog.LevelInfo {
+			want = 0
+		}
+		if len(used) != want {
+			t.Fatalf("level %v: %d legacy events, want %d: %s", level, len(used), want, logs.String())
+		}
+		for _, ev := range used {
+			if ev["key_sha256"] != framework.KeyHash(key) || ev["tenant"] != "t1" || ev["resource"] != "invoices" {
+				t.Fatalf("event %v", ev)
+			}
+		}
+		if n := h.count("invoices", "tenant_id = ?", "t1"); n != 1 {
+			t.Fatalf("%d invoices, want 1", n)
+		}
 	}
 }

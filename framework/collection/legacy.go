@@ -83,9 +83,12 @@ func (c *Collection[Cmd, Model]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig
 		}
 		id := uuid.NewSHA1(namespace, []byte(key)) // LegacyID
 		h.Set(wire.HeaderLink, "<"+c.location(id)+`>; rel="successor-version"`)
-		c.engine.Logger().LogAttrs(g.Request.Context(), slog.LevelInfo, "legacy route used",
-			slog.String("tenant", tenant), slog.String("resource", c.res.Name),
-			slog.String("key_sha256", framework.KeyHash(key)), slog.String("user_agent", g.Request.UserAgent()))
+		if log := c.engine.Logger(); log.Enabled(g.Request.Context(), slog.LevelInfo) {
+			// The key's hash is computed only for a log that keeps it.
+			log.LogAttrs(g.Request.Context(), slog.LevelInfo, "legacy route used",
+				slog.String("tenant", tenant), slog.String("resource", c.res.Name),
+				slog.String("key_sha256", framework.KeyHash(key)), slog.String("user_agent", g.Request.UserAgent()))
+		}
 		// A shallow copy: only these two entries change.
 		header := make(http.Header, len(g.Request.Header)+1)
 		for k, v := range g.Request.Header {
