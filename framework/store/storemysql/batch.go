@@ -34,9 +34,9 @@ import (
 // MySQL stops a multi-statement query at its first failing statement and
 // reports that statement's error alone, not which one it was: each
 // statement whose error must be told apart is preceded by SET
-// @retrysafe_at = mark (or carries the assignment, when it is a SET
-// itself), and a failure the server reported reads @retrysafe_at back (a
-// round trip on that path only). Any other failure (the context ended,
+// @retrysafe_at = mark, or carries the assignment itself (a SET, and a
+// statement that holds [markHere]), and a failure the server reported
+// reads @retrysafe_at back (a round trip on that path only). Any other failure (the context ended,
 // the connection broke) leaves what ran unknown: a COMMIT in it may have
 // committed, and the connection is discarded.
 type batchTx struct {
@@ -112,6 +112,22 @@ func (b *batchTx) roundTrip(ctx context.Context, items []queued, rows bool) (sql
 	return nil, nil, at, err
 }
 
+// markHere, in a statement's text, is where joinBatch writes the
+// assignment of the statement's mark, so that the statement needs no SET
+// of its own before it (each costs MariaDB a statement). It is for an
+// INSERT … VALUES spelled by the framework, as the first value of its
+// row, in an expression whose value does not depend on the mark (such as
+// markHere * 0 + x): MariaDB evaluates a row's values, first to last,
+// before it writes the row, so every error of the row's values, of its
+// write (a duplicate key, a lock wait, a deadlock) and of its ON
+// DUPLICATE KEY UPDATE is read as the statement's. An error raised before
+// the values are evaluated (the statement's table missing, a metadata
+// lock's wait) is read as the statement's before it: put markHere only
+// where that one is treated alike (a queued statement of the same
+// transaction, which fails it either way) and is known. Sent alone,
+// outside a batch, it assigns a mark no batch uses.
+const markHere = "(@retrysafe_at := 0)"
+
 // batchMarks numbers the batches' marks: batch n marks its statements
 // n, n+1, …, so that a mark left on the session by an earlier batch (one
 // whose query never reached the server, a context that ended first) is
@@ -169,6 +185,13 @@ func joinBatch(items []queued, base int64) (string, []any) {
 			b.WriteString(strconv.FormatInt(base+int64(i), 10))
 			b.WriteString(", ")
 			b.WriteString(it.sql[len("SET "):])
+		case strings.Contains(it.sql, markHere):
+			at := strings.Index(it.sql, markHere)
+			b.WriteString(it.sql[:at])
+			b.WriteString("(@retrysafe_at := ")
+			b.WriteString(strconv.FormatInt(base+int64(i), 10))
+			b.WriteString(")")
+			b.WriteString(it.sql[at+len(markHere):])
 		default:
 			b.WriteString("SET @retrysafe_at = ")
 			b.WriteString(strconv.FormatInt(base+int64(i), 10))

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework/store/storemysql"
 	"github.com/retrysafe/retrysafe/internal/pipeline"
 	"github.com/retrysafe/retrysafe/internal/testdb"
+	"github.com/retrysafe/retrysafe/migrations"
 )
 
 // countedConn counts the packets go-sql-driver writes: one per command
@@ -181,6 +183,106 @@ func TestABatchedFailureIsItsStatements(t *testing.T) {
 	}
 	if err := db.Write(ctx, createLike(7, "after")); err != nil {
 		t.Fatalf("a write after the failed one: %v", err)
+	}
+}
+
+// TestABatchedOutboxFailureIsItsStatement: the outbox's two statements
+// carry their marks in their first values instead of a SET each. A
+// failure of either is still read as its own (the event's duplicate ID as
+// the event's insert, an aggregate ID too long as the counter's upsert),
+// one of a SET-marked statement queued after them as that statement's,
+// and nothing of the failed transaction commits; a transaction that
+// fails nowhere numbers its events 1, 2 per aggregate.
+func TestABatchedOutboxFailureIsItsStatement(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	ctx := context.Background()
+	db, gdb := countedStore(t, true, new(atomic.Int64))
+	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	event := func(id, aggregate string) store.OutboxWriteEvent {
+		return store.OutboxWriteEvent{ID: id, Tenant: "acme", Type: "thing.done", AggregateType: "thing", AggregateID: aggregate,
+			Payload: `{}`, Headers: `{}`, CreatedAt: now}
+	}
+	later := func(tx *gorm.DB, events ...store.OutboxWriteEvent) error {
+		_, err := db.Driver.Outbox().Write(ctx, tx, store.OutboxWriteParams{Events: events, Later: true})
+		return err
+	}
+	parent := errors.New("parent")
+	wrapParent := func(err error) error { return errors.Join(parent, err) }
+	if err := db.Write(ctx, func(tx *gorm.DB) error {
+		if err := pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{1, "first"}, wrapParent); err != nil {
+			return err
+		}
+		return later(tx, event("00000000-0000-4000-8000-000000000001", "a"), event("00000000-0000-4000-8000-000000000002", "a"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	number := func(code uint16, err error) bool {
+		var myErr *mysql.MySQLError
+		return errors.As(err, &myErr) && myErr.Number == code
+	}
+	for _, c := range []struct {
+		name   string
+		write  func(tx *gorm.DB) error
+		wanted func(err error) bool
+	}{
+		{"the event's duplicate ID", func(tx *gorm.DB) error {
+			if err := pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{2, "x"}, wrapParent); err != nil {
+				return err
+			}
+			return later(tx, event("00000000-0000-4000-8000-000000000003", "b"), event("00000000-0000-4000-8000-000000000001", "c"))
+		}, func(err error) bool {
+			return number(1062, err) && strings.Contains(err.Error(), "outbox: write thing.done") &&
+				!strings.Contains(err.Error(), "outbox: sequence") && !errors.Is(err, parent)
+		}},
+		{"the counter's aggregate ID too long", func(tx *gorm.DB) error {
+			if err := pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{2, "x"}, wrapParent); err != nil {
+				return err
+			}
+			return later(tx, event("00000000-0000-4000-8000-000000000003", "b"), event("00000000-0000-4000-8000-000000000004", strings.Repeat("z", 256)))
+		}, func(err error) bool {
+			return number(1406, err) && strings.Contains(err.Error(), "outbox: sequence of thing "+strings.Repeat("z", 256)) &&
+				!strings.Contains(err.Error(), "outbox: write") && !errors.Is(err, parent)
+		}},
+		{"a duplicate row after the events", func(tx *gorm.DB) error {
+			if err := later(tx, event("00000000-0000-4000-8000-000000000003", "b")); err != nil {
+				return err
+			}
+			return pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{1, "again"}, wrapParent)
+		}, func(err error) bool {
+			return number(1062, err) && errors.Is(err, parent) && errors.Is(err, store.ErrUniqueViolation) && !strings.Contains(err.Error(), "outbox")
+		}},
+	} {
+		err := db.Write(ctx, c.write)
+		if !c.wanted(err) {
+			t.Fatalf("%s: Write = %v", c.name, err)
+		}
+		var parents, events, counters int64
+		if err := gdb.Table("parent").Count(&parents).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := gdb.Table("outbox_events").Count(&events).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := gdb.Table("outbox_sequences").Count(&counters).Error; err != nil {
+			t.Fatal(err)
+		}
+		if parents != 1 || events != 2 || counters != 1 {
+			t.Fatalf("%s: %d parents, %d events, %d counters after the failed write, want 1, 2, 1", c.name, parents, events, counters)
+		}
+	}
+	var seqs []int64
+	if err := gdb.Table("outbox_events").Order("position").Pluck("seq", &seqs).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(seqs, []int64{1, 2}) {
+		t.Fatalf("seq %v, want [1 2]", seqs)
+	}
+	if err := db.Write(ctx, createLike(7, "after")); err != nil {
+		t.Fatalf("a write after the failed ones: %v", err)
 	}
 }
 

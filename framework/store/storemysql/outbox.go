@@ -40,14 +40,19 @@ func (outbox) Vacuum(context.Context, *gorm.DB) error { return nil }
 // nextSeqSQL increments the aggregate's counter (the first event's is 1)
 // and leaves the number in the session's @retrysafe_seq, for the insert
 // that follows it in the same query: MariaDB evaluates the VALUES, then,
-// on a duplicate key, the assignment, each assigning the variable.
-const nextSeqSQL = `INSERT INTO outbox_sequences (tenant_id, aggregate_type, aggregate_id, last_seq)
-VALUES (?, ?, ?, @retrysafe_seq := 1)
+// on a duplicate key, the assignment, each assigning the variable. Its
+// first value carries its batch mark ([markHere]): an error before the
+// values are read is read as the statement before it's, a queued write
+// of the same transaction, or the previous event's insert.
+const nextSeqSQL = `INSERT INTO outbox_sequences (last_seq, tenant_id, aggregate_type, aggregate_id)
+VALUES (` + markHere + ` * 0 + (@retrysafe_seq := 1), ?, ?, ?)
 ON DUPLICATE KEY UPDATE last_seq = (@retrysafe_seq := outbox_sequences.last_seq + 1)`
 
-// writeEventSQL inserts an event numbered @retrysafe_seq (nextSeqSQL).
-const writeEventSQL = `INSERT INTO outbox_events (id, tenant_id, type, aggregate_type, aggregate_id, seq, payload, headers, created_at, available_at)
-VALUES (?, ?, ?, ?, ?, @retrysafe_seq, ?, ?, ?, ?)`
+// writeEventSQL inserts an event numbered @retrysafe_seq (nextSeqSQL);
+// its first value carries its batch mark too, so that an error before its
+// values are read is read as its counter's.
+const writeEventSQL = `INSERT INTO outbox_events (seq, id, tenant_id, type, aggregate_type, aggregate_id, payload, headers, created_at, available_at)
+VALUES (` + markHere + ` * 0 + @retrysafe_seq, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Write numbers and inserts each event. With p.Later, in a transaction
 // that batches ([batchTx]), an event is two queued statements, the
