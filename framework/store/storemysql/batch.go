@@ -36,9 +36,11 @@ import (
 // statement whose error must be told apart is preceded by SET
 // @retrysafe_at = mark, or carries the assignment itself (a SET, and a
 // statement that holds [markHere]), and a failure the server reported
-// reads @retrysafe_at back (a round trip on that path only). Any other failure (the context ended,
-// the connection broke) leaves what ran unknown: a COMMIT in it may have
-// committed, and the connection is discarded.
+// reads @retrysafe_at back (a round trip on that path only). A mark that
+// is not this batch's (an inline one that did not run, as the first
+// statement of its query) reads as unknown. Any other failure (the
+// context ended, the connection broke) leaves what ran unknown: a COMMIT
+// in it may have committed, and the connection is discarded.
 type batchTx struct {
 	conn *sql.Conn
 	// sent is set once anything was sent: the transaction has begun on
@@ -122,10 +124,12 @@ func (b *batchTx) roundTrip(ctx context.Context, items []queued, rows bool) (sql
 // write (a duplicate key, a lock wait, a deadlock) and of its ON
 // DUPLICATE KEY UPDATE is read as the statement's. An error raised before
 // the values are evaluated (the statement's table missing, a metadata
-// lock's wait) is read as the statement's before it: put markHere only
-// where that one is treated alike (a queued statement of the same
-// transaction, which fails it either way) and is known. Sent alone,
-// outside a batch, it assigns a mark no batch uses.
+// lock's wait) is read as the statement's before it in the query, or as
+// unknown when it is the query's first: put markHere only in a statement
+// that is queued, so that the one before it is the transaction's begin or
+// another queued write, and each of those readings fails the transaction
+// as the statement's own would (only the error's wrap differs). Sent
+// alone, outside a batch, it assigns a mark no batch uses.
 const markHere = "(@retrysafe_at := 0)"
 
 // batchMarks numbers the batches' marks: batch n marks its statements
