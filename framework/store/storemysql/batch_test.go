@@ -284,6 +284,32 @@ func TestABatchedOutboxFailureIsItsStatement(t *testing.T) {
 	if err := db.Write(ctx, createLike(7, "after")); err != nil {
 		t.Fatalf("a write after the failed ones: %v", err)
 	}
+
+	// The counter refused before its values are read (its table is gone),
+	// as the first statement of the COMMIT's query: its mark is an earlier
+	// query's, read as unknown, and the transaction still does not commit.
+	if err := gdb.Exec("RENAME TABLE outbox_sequences TO outbox_sequences_away").Error; err != nil {
+		t.Fatal(err)
+	}
+	err := db.Write(ctx, func(tx *gorm.DB) error {
+		if err := tx.Exec("INSERT INTO parent (id, note) VALUES (?, ?)", 8, "sent before").Error; err != nil {
+			return err
+		}
+		return later(tx, event("00000000-0000-4000-8000-000000000005", "d"))
+	})
+	if !number(1146, err) {
+		t.Fatalf("Write with the counter's table gone = %v, want its error 1146", err)
+	}
+	if err := gdb.Exec("RENAME TABLE outbox_sequences_away TO outbox_sequences").Error; err != nil {
+		t.Fatal(err)
+	}
+	var eight int64
+	if err := gdb.Table("parent").Where("id = ?", 8).Count(&eight).Error; err != nil || eight != 0 {
+		t.Fatalf("%d parent rows 8 (%v): the failed transaction's row committed", eight, err)
+	}
+	if err := db.Write(ctx, createLike(9, "after the unknown")); err != nil {
+		t.Fatalf("a write after the failed one: %v", err)
+	}
 }
 
 // TestAQueryAfterAQueuedReturningReadsItsOwnRows: a queued write that
