@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,13 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/collection"
-	"github.com/retrysafe/retrysafe/framework/server"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -448,21 +445,11 @@ func TestLegacyPOSTLog(t *testing.T) {
 		h := setup(t, testdb.New(t, "sqlite"), func(o *setupOptions) {
 			o.logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: level}))
 		})
-		router := gin.New()
-		auth, err := server.NewStaticTokens(map[string]string{"tok1": "t1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.col.MountLegacyPOST(router.Group("/v1", server.RequireAuth(auth, nil)),
-			collection.LegacyConfig{DeprecatedSince: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
-			t.Fatal(err)
-		}
-		legacy := httptest.NewServer(router)
+		legacy := h.legacy()
 		key := "legacy-" + uuid.NewString()
 		for range 2 {
-			wantStatus(t, (&harness{t: t, srv: legacy}).do("POST", "/v1/invoices", "tok1", invoiceBody("cus_1", 1), "Idempotency-Key", key), http.StatusCreated)
+			wantStatus(t, legacy.do("POST", "/v1/invoices", "tok1", invoiceBody("cus_1", 1), "Idempotency-Key", key), http.StatusCreated)
 		}
-		legacy.Close()
 		var used []map[string]any
 		for line := range strings.Lines(logs.String()) {
 			var ev map[string]any

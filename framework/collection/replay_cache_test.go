@@ -5,16 +5,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
 	"github.com/retrysafe/retrysafe/framework/collection"
-	"github.com/retrysafe/retrysafe/framework/server"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -158,20 +154,10 @@ func TestReplayCacheAnswersAsTheBind(t *testing.T) {
 			}
 
 			// The legacy POST shares the cache, per key.
-			router := gin.New()
-			auth, err := server.NewStaticTokens(map[string]string{"tok1": "t1"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := h.col.MountLegacyPOST(router.Group("/v1", server.RequireAuth(auth, nil)),
-				collection.LegacyConfig{DeprecatedSince: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
-				t.Fatal(err)
-			}
-			legacy := httptest.NewServer(router)
-			defer legacy.Close()
+			legacy := h.legacy()
 			post := func(key string, body []byte) reply {
 				t.Helper()
-				return record((&harness{t: t, srv: legacy}).do("POST", "/v1/invoices", "tok1", body, "Idempotency-Key", key))
+				return record(legacy.do("POST", "/v1/invoices", "tok1", body, "Idempotency-Key", key))
 			}
 			key := "legacy-" + uuid.NewString()
 			first := post(key, a)

@@ -121,6 +121,25 @@ type harness struct {
 	srv *httptest.Server
 }
 
+// legacy mounts h's collection's legacy POST route (POST /v1/invoices
+// with an Idempotency-Key, tok1 for tenant t1) on a server of its own,
+// closed with the test, and returns a harness that sends to it.
+func (h *harness) legacy() *harness {
+	h.t.Helper()
+	router := gin.New()
+	auth, err := server.NewStaticTokens(map[string]string{"tok1": "t1"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.col.MountLegacyPOST(router.Group("/v1", server.RequireAuth(auth, nil)),
+		collection.LegacyConfig{DeprecatedSince: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
+		h.t.Fatal(err)
+	}
+	srv := httptest.NewServer(router)
+	h.t.Cleanup(srv.Close)
+	return &harness{t: h.t, db: h.db, col: h.col, srv: srv}
+}
+
 type setupOptions struct {
 	mode        collection.Mode
 	lockTimeout time.Duration
