@@ -180,6 +180,7 @@ func joinBatch(items []queued, base int64) (string, []any) {
 		if i > 0 {
 			b.WriteString(";\n")
 		}
+		before, after, inline := strings.Cut(it.sql, markHere)
 		switch {
 		case it.mark == markNone:
 			b.WriteString(it.sql)
@@ -189,13 +190,12 @@ func joinBatch(items []queued, base int64) (string, []any) {
 			b.WriteString(strconv.FormatInt(base+int64(i), 10))
 			b.WriteString(", ")
 			b.WriteString(it.sql[len("SET "):])
-		case strings.Contains(it.sql, markHere):
-			at := strings.Index(it.sql, markHere)
-			b.WriteString(it.sql[:at])
+		case inline:
+			b.WriteString(before)
 			b.WriteString("(@retrysafe_at := ")
 			b.WriteString(strconv.FormatInt(base+int64(i), 10))
 			b.WriteString(")")
-			b.WriteString(it.sql[at+len(markHere):])
+			b.WriteString(after)
 		default:
 			b.WriteString("SET @retrysafe_at = ")
 			b.WriteString(strconv.FormatInt(base+int64(i), 10))
