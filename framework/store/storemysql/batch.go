@@ -38,7 +38,12 @@ import (
 // statement that holds [markHere]), and a failure the server reported
 // reads @retrysafe_at back (a round trip on that path only). A mark that
 // is not this batch's (an inline one that did not run, as the first
-// statement of its query) reads as unknown. Any other failure (the
+// statement of its query) reads as unknown. The COMMIT carries no mark:
+// the same read asks whether the session is still in its transaction
+// (@@in_transaction), and a failure read at a statement before the
+// COMMIT when it is not (the COMMIT failed, or the statement ended the
+// transaction itself, as DDL's implicit commit does) reads as unknown,
+// but for a deadlock, which rolled all of it back. Any other failure (the
 // context ended, the connection broke) leaves what ran unknown: a COMMIT
 // in it may have committed, and the connection is discarded.
 type batchTx struct {
@@ -71,6 +76,8 @@ type mark uint8
 const (
 	markEach mark = iota
 	markNone
+	// markCommit is the COMMIT's: no mark of its own (failedAt).
+	markCommit
 )
 
 var (
@@ -144,22 +151,40 @@ const markStride = 1 << 20
 
 // failedAt is the index of the item whose statement failed with err, or
 // -1 when that is unknown: the error is not the server's answer to a
-// statement (a context that ended, a connection that broke), and so what
-// ran, COMMIT included, is unknown.
+// statement (a context that ended, a connection that broke), or the
+// transaction ended where no statement before the COMMIT may end it, and
+// so what ran, COMMIT included, is unknown.
+//
+// The COMMIT has no mark, so its failure reads as the last marked
+// statement before it. Every statement before the COMMIT that fails
+// leaves the transaction open, but for those that end it: a deadlock
+// rolls all of it back (what ran is known: nothing commits), and a
+// statement with an implicit commit (DDL) commits what ran before it.
+// So a failure read before the COMMIT while the session is in no
+// transaction is the COMMIT's, or one that committed part of the
+// transaction: unknown either way.
 func (b *batchTx) failedAt(ctx context.Context, items []queued, base int64, err error) int {
 	var myErr *mysql.MySQLError
 	if !errors.As(err, &myErr) || kindOf(err) == unavailable {
 		return -1
 	}
-	if len(items) == 1 {
+	if len(items) == 1 && items[0].mark != markCommit {
 		return 0
 	}
-	var at sql.NullInt64
-	if qerr := b.conn.QueryRowContext(context.WithoutCancel(ctx), "SELECT @retrysafe_at").Scan(&at); qerr != nil ||
+	var (
+		at   sql.NullInt64
+		inTx bool
+	)
+	if qerr := b.conn.QueryRowContext(context.WithoutCancel(ctx), "SELECT @retrysafe_at, @@in_transaction").Scan(&at, &inTx); qerr != nil ||
 		!at.Valid || at.Int64 < base || at.Int64 >= base+int64(len(items)) {
 		return -1
 	}
-	return int(at.Int64 - base)
+	i := int(at.Int64 - base)
+	if commit := slices.IndexFunc(items, func(q queued) bool { return q.mark == markCommit }); (commit < 0 || i < commit) &&
+		!inTx && kindOf(err) != deadlock {
+		return -1
+	}
+	return i
 }
 
 // joinBatch spells items as one multi-statement query, each statement
@@ -182,7 +207,7 @@ func joinBatch(items []queued, base int64) (string, []any) {
 		}
 		before, after, inline := strings.Cut(it.sql, markHere)
 		switch {
-		case it.mark == markNone:
+		case it.mark == markNone || it.mark == markCommit:
 			b.WriteString(it.sql)
 		case strings.HasPrefix(it.sql, "SET @") || strings.HasPrefix(it.sql, "SET SESSION "):
 			// A SET list carries its mark: SET @retrysafe_at = i, ….
@@ -389,7 +414,7 @@ func (b *batchTx) Finish(ctx context.Context) error {
 		b.queue = nil
 		return nil
 	}
-	items := append(b.queue, queued{sql: "COMMIT"}, queued{sql: restoreSQL})
+	items := append(b.queue, queued{sql: "COMMIT", mark: markCommit}, queued{sql: restoreSQL})
 	commit := len(items) - 2
 	_, _, at, err := b.roundTrip(ctx, items, false)
 	switch {

@@ -91,6 +91,17 @@ func countedStore(t *testing.T, batched bool, commands *atomic.Int64) (*store.DB
 	return db, gdb
 }
 
+// storeWithParent1 is a countedStore that batches, with parent 1 and
+// its two children committed.
+func storeWithParent1(t *testing.T) (*store.DB, *gorm.DB) {
+	t.Helper()
+	db, gdb := countedStore(t, true, new(atomic.Int64))
+	if err := db.Write(context.Background(), createLike(1, "first")); err != nil {
+		t.Fatal(err)
+	}
+	return db, gdb
+}
+
 // createLike is the shape of a create: the row, its children and an
 // audit row queued, then COMMIT.
 func createLike(id int, note string) func(tx *gorm.DB) error {
@@ -154,10 +165,7 @@ func TestABatchedFailureIsItsStatements(t *testing.T) {
 	testdb.MySQL(t)
 	t.Parallel()
 	ctx := context.Background()
-	db, gdb := countedStore(t, true, new(atomic.Int64))
-	if err := db.Write(ctx, createLike(1, "first")); err != nil {
-		t.Fatal(err)
-	}
+	db, gdb := storeWithParent1(t)
 	first, second, third := errors.New("first"), errors.New("second"), errors.New("third")
 	wrapWith := func(tag error) func(error) error { return func(err error) error { return errors.Join(tag, err) } }
 	err := db.Write(ctx, func(tx *gorm.DB) error {
@@ -183,6 +191,53 @@ func TestABatchedFailureIsItsStatements(t *testing.T) {
 	}
 	if err := db.Write(ctx, createLike(7, "after")); err != nil {
 		t.Fatalf("a write after the failed one: %v", err)
+	}
+}
+
+// TestABatchedFailureAfterTheTransactionEndedIsUnknown: the COMMIT has no
+// mark, so a failure read at a statement before it is that statement's
+// only while the transaction is still open. A queued statement that ends
+// the transaction and then fails (DDL commits what ran before it, then
+// refuses) is read as unknown, not as its own failure: its wrap is not
+// applied, and the connection is discarded, for part of the transaction
+// committed.
+func TestABatchedFailureAfterTheTransactionEndedIsUnknown(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	ctx := context.Background()
+	db, gdb := storeWithParent1(t)
+	connection := func() (id int64) {
+		t.Helper()
+		if err := gdb.Raw("SELECT CONNECTION_ID()").Scan(&id).Error; err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	before := connection()
+	row, ddl := errors.New("row"), errors.New("ddl")
+	err := db.Write(ctx, func(tx *gorm.DB) error {
+		if err := pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{2, "committed by the DDL"},
+			func(err error) error { return errors.Join(row, err) }); err != nil {
+			return err
+		}
+		return pipeline.LaterExec(tx, "CREATE TABLE parent (id INT PRIMARY KEY)", nil, func(err error) error { return errors.Join(ddl, err) })
+	})
+	var myErr *mysql.MySQLError
+	if !errors.As(err, &myErr) || myErr.Number != 1050 || errors.Is(err, ddl) || errors.Is(err, row) {
+		t.Fatalf("Write = %v, want the server's 1050 read as unknown, with no statement's wrap", err)
+	}
+	var ids []int
+	if err := gdb.Table("parent").Order("id").Pluck("id", &ids).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, []int{1, 2}) {
+		t.Fatalf("parent ids %v, want [1 2]: the DDL's implicit commit committed row 2", ids)
+	}
+	if after := connection(); after == before {
+		t.Fatalf("connection %d kept after an unknown outcome, want it discarded", after)
+	}
+	if err := db.Write(ctx, createLike(3, "after")); err != nil {
+		t.Fatalf("a write after the unknown one: %v", err)
 	}
 }
 
