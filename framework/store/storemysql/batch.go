@@ -35,10 +35,12 @@ import (
 // reports that statement's error alone, not which one it was: each
 // statement whose error must be told apart is preceded by SET
 // @retrysafe_at = mark, or carries the assignment itself (a SET, and a
-// statement that holds [markHere]), and a failure the server reported
-// reads @retrysafe_at back (a round trip on that path only). A mark that
-// is not this batch's (an inline one that did not run, as the first
-// statement of its query) reads as unknown. The COMMIT carries no mark:
+// statement that holds [markHere]), or has it assigned by the begin's
+// SET (the first statement after START TRANSACTION, see joinBatch), and
+// a failure the server reported reads @retrysafe_at back (a round trip
+// on that path only). A mark that is not this batch's (an inline one
+// that did not run, as the first statement of its query) reads as
+// unknown. The COMMIT carries no mark:
 // the same read asks whether the session is still in its transaction
 // (@@in_transaction), and a failure read at a statement before the
 // COMMIT when it is not (the COMMIT failed, or the statement ended the
@@ -78,6 +80,10 @@ const (
 	markNone
 	// markCommit is the COMMIT's: no mark of its own (failedAt).
 	markCommit
+	// markBegin is the begin's SET list (beginSQL), before START
+	// TRANSACTION: it assigns the mark of the first statement after the
+	// START when that one would need a SET of its own (joinBatch).
+	markBegin
 )
 
 var (
@@ -88,7 +94,7 @@ var (
 // beginBatch queues the begin of a write transaction: nothing is sent.
 func beginBatch(conn *sql.Conn, lockTimeout, statementTimeout time.Duration) *batchTx {
 	return &batchTx{conn: conn, queue: []queued{
-		{sql: beginSQL(lockTimeout, statementTimeout)},
+		{sql: beginSQL(lockTimeout, statementTimeout), mark: markBegin},
 		{sql: "START TRANSACTION", mark: markNone},
 	}}
 }
@@ -189,6 +195,14 @@ func (b *batchTx) failedAt(ctx context.Context, items []queued, base int64, err 
 
 // joinBatch spells items as one multi-statement query, each statement
 // whose error must be told apart marked with its index.
+//
+// The begin's SET list assigns, instead of its own mark, that of the
+// first statement after START TRANSACTION when that one would need a SET
+// before it (a create's row): one statement fewer. The reading stays
+// exact, for a failure of the begin's SET or of the START leaves the
+// session in no transaction, which failedAt reads as unknown whatever
+// the mark, and a failure of the statement, raised before or while it
+// runs, leaves the transaction open with its mark read.
 func joinBatch(items []queued, base int64) (string, []any) {
 	if len(items) == 1 {
 		return items[0].sql, items[0].args
@@ -201,15 +215,25 @@ func joinBatch(items []queued, base int64) (string, []any) {
 	var b strings.Builder
 	b.Grow(n)
 	args := make([]any, 0, nargs)
+	premarked := -1 // the statement whose mark the begin's SET assigned
 	for i, it := range items {
 		if i > 0 {
 			b.WriteString(";\n")
 		}
 		before, after, inline := strings.Cut(it.sql, markHere)
 		switch {
-		case it.mark == markNone || it.mark == markCommit:
+		case it.mark == markNone || it.mark == markCommit || i == premarked:
 			b.WriteString(it.sql)
-		case strings.HasPrefix(it.sql, "SET @") || strings.HasPrefix(it.sql, "SET SESSION "):
+		case it.mark == markBegin:
+			m := i
+			if i+2 < len(items) && items[i+1].mark == markNone && markedBySET(items[i+2]) {
+				m, premarked = i+2, i+2
+			}
+			b.WriteString("SET @retrysafe_at = ")
+			b.WriteString(strconv.FormatInt(base+int64(m), 10))
+			b.WriteString(", ")
+			b.WriteString(it.sql[len("SET "):])
+		case isSETList(it.sql):
 			// A SET list carries its mark: SET @retrysafe_at = i, ….
 			b.WriteString("SET @retrysafe_at = ")
 			b.WriteString(strconv.FormatInt(base+int64(i), 10))
@@ -230,6 +254,17 @@ func joinBatch(items []queued, base int64) (string, []any) {
 		args = append(args, it.args...)
 	}
 	return b.String(), args
+}
+
+// isSETList reports whether sql is a SET of variables, which carries its
+// own mark in its list.
+func isSETList(sql string) bool {
+	return strings.HasPrefix(sql, "SET @") || strings.HasPrefix(sql, "SET SESSION ")
+}
+
+// markedBySET reports whether joinBatch marks it with a SET before it.
+func markedBySET(it queued) bool {
+	return it.mark == markEach && !isSETList(it.sql) && !strings.Contains(it.sql, markHere)
 }
 
 // send sends the queue, then last, and returns last's result. An error

@@ -241,6 +241,70 @@ func TestABatchedFailureAfterTheTransactionEndedIsUnknown(t *testing.T) {
 	}
 }
 
+// TestTheFirstWriteAfterTheBeginIsReadAsItsOwn: the begin's SET assigns
+// the mark of the first write after START TRANSACTION, which then needs
+// no SET of its own. A failure of that write, a duplicate key or a
+// missing table (raised before its values are read), is still read as
+// its own: wrapped by its wrap, rolled back, the connection kept. A
+// create-like transaction (a row and two child rows) sends four SETs on
+// the server: the begin, the two children's marks and the restore.
+func TestTheFirstWriteAfterTheBeginIsReadAsItsOwn(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	ctx := context.Background()
+	db, gdb := storeWithParent1(t)
+	session := func() (id, sets int64) {
+		t.Helper()
+		var status struct {
+			Name  string `gorm:"column:Variable_name"`
+			Value int64  `gorm:"column:Value"`
+		}
+		if err := gdb.Raw("SELECT CONNECTION_ID()").Scan(&id).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := gdb.Raw("SHOW SESSION STATUS LIKE 'Com_set_option'").Scan(&status).Error; err != nil {
+			t.Fatal(err)
+		}
+		return id, status.Value
+	}
+	conn, before := session()
+	if err := db.Write(ctx, createLike(2, "second")); err != nil {
+		t.Fatal(err)
+	}
+	if id, after := session(); id != conn || after-before != 4 {
+		t.Fatalf("a create-like write sent %d SETs on connection %d (was %d), want 4 on the same one", after-before, id, conn)
+	}
+	for _, c := range []struct {
+		name, sql string
+		number    uint16
+	}{
+		{"a duplicate row", "INSERT INTO parent (id, note) VALUES (1, 'again')", 1062},
+		{"a missing table", "INSERT INTO missing (id) VALUES (1)", 1146},
+	} {
+		tag := errors.New(c.name)
+		err := db.Write(ctx, func(tx *gorm.DB) error {
+			if err := pipeline.LaterExec(tx, c.sql, nil, func(err error) error { return errors.Join(tag, err) }); err != nil {
+				return err
+			}
+			return pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{9, "after it"}, nil)
+		})
+		var myErr *mysql.MySQLError
+		if !errors.Is(err, tag) || !errors.As(err, &myErr) || myErr.Number != c.number {
+			t.Fatalf("%s: Write = %v, want its %d wrapped by its own wrap", c.name, err, c.number)
+		}
+		if id, _ := session(); id != conn {
+			t.Fatalf("%s: connection %d after a known failure, want %d kept", c.name, id, conn)
+		}
+	}
+	var ids []int
+	if err := gdb.Table("parent").Order("id").Pluck("id", &ids).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, []int{1, 2}) {
+		t.Fatalf("parent ids %v, want [1 2]: a statement of a failed transaction committed", ids)
+	}
+}
+
 // TestABatchedOutboxFailureIsItsStatement: the outbox's two statements
 // carry their marks in their first values instead of a SET each. A
 // failure of either is still read as its own (the event's duplicate ID as
