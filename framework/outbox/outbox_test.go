@@ -459,11 +459,20 @@ func TestRelayDeletesWhatItPublishes(t *testing.T) {
 	})
 }
 
-// TestTwoRelaysKeepOrderPerAggregate runs two relays at once on PostgreSQL
-// over 1,000 events of 50 aggregates written while they run.
+// TestTwoRelaysKeepOrderPerAggregate runs two relays at once on
+// PostgreSQL and on MariaDB, the databases whose claims lock (SKIP
+// LOCKED), over 1,000 events of 50 aggregates written while they run.
 func TestTwoRelaysKeepOrderPerAggregate(t *testing.T) {
 	t.Parallel()
-	db := setup(t, testdb.New(t, "postgres"))
+	for _, dialect := range []string{"postgres", "mysql"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			twoRelaysKeepOrder(t, setup(t, testdb.New(t, dialect)))
+		})
+	}
+}
+
+func twoRelaysKeepOrder(t *testing.T, db *store.DB) {
 	rec := &recorder{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

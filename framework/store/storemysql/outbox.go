@@ -34,6 +34,43 @@ func (outbox) Claim(ctx context.Context, tx *gorm.DB, p store.OutboxClaimParams)
 	return outboxsql.Claim(ctx, tx, claimSQL, p)
 }
 
+// deletePublishedSQL deletes one published event. A batch is deleted one
+// statement an event, not with one IN list: on a small table, and an
+// outbox holds little more than the events being claimed, MariaDB plans
+// position IN (…) as a scan of the whole table, and a DELETE's scan
+// locks each row it reads, so it waited for every event another relay
+// had claimed or a writer had not yet committed (two relays deadlocked on
+// each other's rows, and the events of the one rolled back were published
+// again). An equality on the primary key reads its one row.
+const deletePublishedSQL = "DELETE FROM outbox_events WHERE position = ?"
+
+// Settle records the refusals and moves the published events as the
+// shared statements do, then deletes each published event by its
+// position (deletePublishedSQL): queued for the COMMIT's round trip in a
+// transaction that batches, one round trip each anywhere else.
+func (outbox) Settle(ctx context.Context, tx *gorm.DB, p store.OutboxSettleParams) error {
+	if err := outboxsql.SettleRefused(ctx, tx, p); err != nil {
+		return err
+	}
+	if err := outboxsql.KeepPublished(ctx, tx, p); err != nil {
+		return err
+	}
+	wrap := func(err error) error { return fmt.Errorf("outbox: delete published: %w", err) }
+	pipelined := pipeline.Pipelined(tx)
+	for _, position := range p.Published {
+		if pipelined {
+			if err := pipeline.LaterSQL(tx, deletePublishedSQL, []any{position}, wrap); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := tx.WithContext(ctx).Exec(deletePublishedSQL, position).Error; err != nil {
+			return wrap(err)
+		}
+	}
+	return nil
+}
+
 // Vacuum does nothing: InnoDB purges deleted rows itself.
 func (outbox) Vacuum(context.Context, *gorm.DB) error { return nil }
 

@@ -130,15 +130,24 @@ func (Statements) Settle(ctx context.Context, tx *gorm.DB, p store.OutboxSettleP
 	if err := SettleRefused(ctx, tx, p); err != nil || len(p.Published) == 0 {
 		return err
 	}
-	tx = tx.WithContext(ctx)
-	if p.KeepPublished {
-		if err := tx.Exec(KeepPublishedSQL+`?
-FROM outbox_events WHERE position IN ?`, p.Now.UTC(), p.Published).Error; err != nil {
-			return fmt.Errorf("outbox: keep published: %w", err)
-		}
+	if err := KeepPublished(ctx, tx, p); err != nil {
+		return err
 	}
-	if err := tx.Where("position IN ?", p.Published).Delete(&eventRow{}).Error; err != nil {
+	if err := tx.WithContext(ctx).Where("position IN ?", p.Published).Delete(&eventRow{}).Error; err != nil {
 		return fmt.Errorf("outbox: delete published: %w", err)
+	}
+	return nil
+}
+
+// KeepPublished moves the published events of p to outbox_published when
+// p.KeepPublished, in one statement.
+func KeepPublished(ctx context.Context, tx *gorm.DB, p store.OutboxSettleParams) error {
+	if !p.KeepPublished || len(p.Published) == 0 {
+		return nil
+	}
+	if err := tx.WithContext(ctx).Exec(KeepPublishedSQL+`?
+FROM outbox_events WHERE position IN ?`, p.Now.UTC(), p.Published).Error; err != nil {
+		return fmt.Errorf("outbox: keep published: %w", err)
 	}
 	return nil
 }

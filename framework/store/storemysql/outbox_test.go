@@ -1,0 +1,104 @@
+package storemysql_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/testdb"
+	"github.com/retrysafe/retrysafe/migrations"
+)
+
+// TestSettlingWaitsForNoOtherEvent: a relay's settle deletes its published
+// events without waiting for any other event's lock: one another relay
+// holds (claimed FOR UPDATE) and one a writer inserted and has not
+// committed. An outbox holds few rows, and MariaDB plans a DELETE of an
+// IN list on a small table as a scan that locks every row it reads, so a
+// settle waited for both until its lock timeout (two relays deadlocked).
+// On a pool that batches and on one that does not.
+func TestSettlingWaitsForNoOtherEvent(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		params string
+	}{
+		{"batched", "parseTime=true&charset=utf8mb4&multiStatements=true&interpolateParams=true"},
+		{"one statement a round trip", "parseTime=true&charset=utf8mb4"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			gdb := ownGorm(t, c.params)
+			pool, err := gdb.DB()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := migrations.Up(ctx, pool, "mysql"); err != nil {
+				t.Fatal(err)
+			}
+			db, err := store.New(ctx, gdb, store.Config{LockTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().UTC().Truncate(time.Microsecond)
+			event := func(i int) store.OutboxWriteEvent {
+				return store.OutboxWriteEvent{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Tenant: "acme", Type: "thing.done",
+					AggregateType: "thing", AggregateID: fmt.Sprint(i), Payload: `{}`, Headers: `{}`, CreatedAt: now}
+			}
+			write := func(tx *gorm.DB, i int) error {
+				_, err := db.Driver.Outbox().Write(ctx, tx, store.OutboxWriteParams{Events: []store.OutboxWriteEvent{event(i)}})
+				return err
+			}
+			for i := 1; i <= 4; i++ {
+				if err := db.Write(ctx, func(tx *gorm.DB) error { return write(tx, i) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var positions []int64
+			if err := gdb.Table("outbox_events").Order("position").Pluck("position", &positions).Error; err != nil || len(positions) != 4 {
+				t.Fatalf("positions %v, %v", positions, err)
+			}
+			// Another relay holds the fourth event; a writer has inserted a
+			// fifth and not committed.
+			for _, hold := range []func(tx *sql.Tx) error{
+				func(tx *sql.Tx) error {
+					_, err := tx.ExecContext(ctx, "SELECT position FROM outbox_events WHERE position = ? FOR UPDATE", positions[3])
+					return err
+				},
+				func(tx *sql.Tx) error {
+					_, err := tx.ExecContext(ctx, `INSERT INTO outbox_events (id, tenant_id, type, aggregate_type, aggregate_id, seq, payload, headers, created_at, available_at)
+VALUES ('00000000-0000-4000-8000-000000000005', 'acme', 'thing.done', 'thing', '5', 1, '{}', '{}', ?, ?)`, now, now)
+					return err
+				},
+			} {
+				tx, err := pool.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = tx.Rollback() })
+				if err := hold(tx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.Write(ctx, func(tx *gorm.DB) error {
+				return db.Driver.Outbox().Settle(ctx, tx, store.OutboxSettleParams{Now: now, Published: positions[:3]})
+			}); err != nil {
+				t.Fatalf("settling three events while another is held and one uncommitted: %v", err)
+			}
+			var left []int64
+			if err := gdb.Table("outbox_events").Order("position").Pluck("position", &left).Error; err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(left, positions[3:]) {
+				t.Fatalf("positions left %v, want %v: the settled ones deleted, the held one kept", left, positions[3:])
+			}
+		})
+	}
+}
