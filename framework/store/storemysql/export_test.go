@@ -34,3 +34,5 @@ const (
 func KindOf(err error) Kind { return kindOf(err) }
 
 func CheckVersion(v string) error { return checkVersion(v) }
+
+const ClaimSQL = claimSQL

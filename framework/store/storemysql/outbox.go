@@ -22,8 +22,16 @@ type outbox struct{ outboxsql.Statements }
 var _ store.Outbox = outbox{}
 
 // claimSQL locks the claimed rows, skipping those another relay holds
-// (MariaDB 10.6+ takes the locks of the claimed CTE's rows).
-const claimSQL = outboxsql.ClaimHead + "FOR UPDATE SKIP LOCKED" + outboxsql.ClaimTail
+// (MariaDB 10.6+ takes the locks of the claimed CTE's rows). It runs
+// without MariaDB's subquery cache (the optimizer_switch set for this
+// statement alone): the cache keeps the result of each correlated
+// subquery, the look for an earlier event of the aggregate, in a
+// temporary table keyed by the outer row, and a claim's candidates are
+// mostly one per aggregate, so every look is a miss that pays for the
+// table. A claim of 100 pending events of 100 aggregates cost MariaDB
+// about 2.9 ms of CPU with the cache and 1.1 ms without.
+const claimSQL = "SET STATEMENT optimizer_switch = 'subquery_cache=off' FOR " +
+	outboxsql.ClaimHead + "FOR UPDATE SKIP LOCKED" + outboxsql.ClaimTail
 
 // ClaimLocks is true: the claim's transaction holds its rows' locks until
 // the batch is settled, as on PostgreSQL.

@@ -5,15 +5,65 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/store/storemysql"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/migrations"
 )
+
+// TestTheClaimRunsWithoutTheSubqueryCache: the relay's claim turns off
+// MariaDB's subquery cache for itself alone. The plan of the statement
+// the driver sends has no expression cache, where the same claim without
+// the setting caches each correlated look for an earlier event of the
+// aggregate; the session's optimizer_switch is unchanged after it. What
+// the claim claims is the contract suite's (TestContract,
+// TestContractBatched).
+func TestTheClaimRunsWithoutTheSubqueryCache(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	ctx := context.Background()
+	db, err := store.Open(ctx, testdb.New(t, "mysql"), store.Config{MaxOpenConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := migrations.Up(ctx, db.SQL(), "mysql"); err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "SET STATEMENT optimizer_switch = 'subquery_cache=off' FOR "
+	claim, ok := strings.CutPrefix(storemysql.ClaimSQL, prefix)
+	if !ok {
+		t.Fatalf("the claim does not start with %q", prefix)
+	}
+	args := map[string]any{"now": time.Now().UTC(), "limit": 100}
+	plan := func(sql string) string {
+		t.Helper()
+		var p string
+		if err := db.Gorm.Raw(sql, args).Row().Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := plan("EXPLAIN FORMAT=JSON " + claim); !strings.Contains(p, "expression_cache") {
+		t.Fatalf("the claim without the setting caches no subquery on this server; the setting may go:\n%s", p)
+	}
+	if p := plan(prefix + "EXPLAIN FORMAT=JSON " + claim); strings.Contains(p, "expression_cache") || !strings.Contains(p, "outbox_events") {
+		t.Fatalf("the driver's claim plans a subquery cache:\n%s", p)
+	}
+	var switches string
+	if err := db.Gorm.Raw("SELECT @@session.optimizer_switch").Row().Scan(&switches); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(switches, "subquery_cache=on") {
+		t.Fatalf("the session's optimizer_switch after the claim: %s", switches)
+	}
+}
 
 // TestSettlingWaitsForNoOtherEvent: a relay's settle deletes its published
 // events without waiting for any other event's lock: one another relay
