@@ -102,6 +102,22 @@ func storeWithParent1(t *testing.T) (*store.DB, *gorm.DB) {
 	return db, gdb
 }
 
+// sessionOf reads, on gdb's one connection, its ID and the SET statements
+// it has run (Com_set_option).
+func sessionOf(t *testing.T, gdb *gorm.DB) (id, sets int64) {
+	t.Helper()
+	var status struct {
+		Value int64 `gorm:"column:Value"`
+	}
+	if err := gdb.Raw("SELECT CONNECTION_ID()").Scan(&id).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := gdb.Raw("SHOW SESSION STATUS LIKE 'Com_set_option'").Scan(&status).Error; err != nil {
+		t.Fatal(err)
+	}
+	return id, status.Value
+}
+
 // createLike is the shape of a create: the row, its children and an
 // audit row queued, then COMMIT.
 func createLike(id int, note string) func(tx *gorm.DB) error {
@@ -253,20 +269,7 @@ func TestTheFirstWriteAfterTheBeginIsReadAsItsOwn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, gdb := storeWithParent1(t)
-	session := func() (id, sets int64) {
-		t.Helper()
-		var status struct {
-			Name  string `gorm:"column:Variable_name"`
-			Value int64  `gorm:"column:Value"`
-		}
-		if err := gdb.Raw("SELECT CONNECTION_ID()").Scan(&id).Error; err != nil {
-			t.Fatal(err)
-		}
-		if err := gdb.Raw("SHOW SESSION STATUS LIKE 'Com_set_option'").Scan(&status).Error; err != nil {
-			t.Fatal(err)
-		}
-		return id, status.Value
-	}
+	session := func() (id, sets int64) { return sessionOf(t, gdb) }
 	conn, before := session()
 	if err := db.Write(ctx, createLike(2, "second")); err != nil {
 		t.Fatal(err)

@@ -55,7 +55,8 @@ const deletePublishedSQL = "DELETE FROM outbox_events WHERE position = ?"
 // Settle records the refusals and moves the published events as the
 // shared statements do, then deletes each published event by its
 // position (deletePublishedSQL): queued for the COMMIT's round trip in a
-// transaction that batches, one round trip each anywhere else.
+// transaction that batches, with one mark for all ([batchTx.queueEach]),
+// one round trip each anywhere else.
 func (outbox) Settle(ctx context.Context, tx *gorm.DB, p store.OutboxSettleParams) error {
 	if err := outboxsql.SettleRefused(ctx, tx, p); err != nil {
 		return err
@@ -64,14 +65,15 @@ func (outbox) Settle(ctx context.Context, tx *gorm.DB, p store.OutboxSettleParam
 		return err
 	}
 	wrap := func(err error) error { return fmt.Errorf("outbox: delete published: %w", err) }
-	pipelined := pipeline.Pipelined(tx)
-	for _, position := range p.Published {
-		if pipelined {
-			if err := pipeline.LaterSQL(tx, deletePublishedSQL, []any{position}, wrap); err != nil {
-				return err
-			}
-			continue
+	if b, ok := tx.Statement.ConnPool.(*batchTx); ok {
+		args := make([][]any, len(p.Published))
+		for i, position := range p.Published {
+			args[i] = []any{position}
 		}
+		b.queueEach(deletePublishedSQL, args, wrap)
+		return nil
+	}
+	for _, position := range p.Published {
 		if err := tx.WithContext(ctx).Exec(deletePublishedSQL, position).Error; err != nil {
 			return wrap(err)
 		}

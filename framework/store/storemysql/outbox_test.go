@@ -3,11 +3,15 @@ package storemysql_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"gorm.io/gorm"
 
@@ -150,5 +154,73 @@ VALUES ('00000000-0000-4000-8000-000000000005', 'acme', 'thing.done', 'thing', '
 				t.Fatalf("positions left %v, want %v: the settled ones deleted, the held one kept", left, positions[3:])
 			}
 		})
+	}
+}
+
+// TestASettledBatchCarriesOneMark: on a pool that batches, the deletes of
+// a settled batch go out with the COMMIT under one mark: settling five
+// events runs two SETs on the server (the begin, which carries the first
+// delete's mark, and the restore), not one a delete. A delete refused in the middle
+// of the batch is still read as the settle's (its wrap), nothing of the
+// batch is deleted, and the connection is kept.
+func TestASettledBatchCarriesOneMark(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	ctx := context.Background()
+	db, gdb := countedStore(t, true, new(atomic.Int64))
+	if err := migrations.Up(ctx, db.SQL(), "mysql"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	for i := range 5 {
+		if err := db.Write(ctx, func(tx *gorm.DB) error {
+			_, err := db.Driver.Outbox().Write(ctx, tx, store.OutboxWriteParams{Events: []store.OutboxWriteEvent{{
+				ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i+1), Tenant: "acme", Type: "thing.done",
+				AggregateType: "thing", AggregateID: fmt.Sprint(i), Payload: `{}`, Headers: `{}`, CreatedAt: now}}})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var positions []int64
+	if err := gdb.Table("outbox_events").Order("position").Pluck("position", &positions).Error; err != nil || len(positions) != 5 {
+		t.Fatalf("positions %v, %v", positions, err)
+	}
+	session := func() (id, sets int64) { return sessionOf(t, gdb) }
+	settle := func(published []int64) error {
+		return db.Write(ctx, func(tx *gorm.DB) error {
+			return db.Driver.Outbox().Settle(ctx, tx, store.OutboxSettleParams{Now: now, Published: published})
+		})
+	}
+	// The third event's delete is refused.
+	if err := gdb.Exec(fmt.Sprintf(`CREATE TRIGGER refuse_third BEFORE DELETE ON outbox_events FOR EACH ROW
+IF OLD.position = %d THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused'; END IF`, positions[2])).Error; err != nil {
+		t.Fatal(err)
+	}
+	conn, _ := session()
+	err := settle(positions)
+	var myErr *mysql.MySQLError
+	if !errors.As(err, &myErr) || myErr.Number != 1644 || !strings.Contains(err.Error(), "outbox: delete published") {
+		t.Fatalf("settle with the third delete refused = %v, want its 1644 wrapped as the settle's", err)
+	}
+	var n int64
+	if err := gdb.Table("outbox_events").Count(&n).Error; err != nil || n != 5 {
+		t.Fatalf("%d events (%v) after the refused settle, want all 5", n, err)
+	}
+	if id, _ := session(); id != conn {
+		t.Fatalf("connection %d after a known failure, want %d kept", id, conn)
+	}
+	if err := gdb.Exec("DROP TRIGGER refuse_third").Error; err != nil {
+		t.Fatal(err)
+	}
+	_, before := session()
+	if err := settle(positions); err != nil {
+		t.Fatal(err)
+	}
+	if _, after := session(); after-before != 2 {
+		t.Fatalf("settling five events ran %d SETs, want 2", after-before)
+	}
+	if err := gdb.Table("outbox_events").Count(&n).Error; err != nil || n != 0 {
+		t.Fatalf("%d events (%v) after the settle, want 0", n, err)
 	}
 }
