@@ -174,7 +174,7 @@ func (b *batchTx) failedAt(ctx context.Context, items []queued, base int64, err 
 	if !errors.As(err, &myErr) || kindOf(err) == unavailable {
 		return -1
 	}
-	if len(items) == 1 && items[0].mark != markCommit {
+	if len(items) == 1 {
 		return 0
 	}
 	var (

@@ -118,6 +118,16 @@ func sessionOf(t *testing.T, gdb *gorm.DB) (id, sets int64) {
 	return id, status.Value
 }
 
+// parentIDs reads the ids in parent, in order.
+func parentIDs(t *testing.T, gdb *gorm.DB) []int {
+	t.Helper()
+	var ids []int
+	if err := gdb.Table("parent").Order("id").Pluck("id", &ids).Error; err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
 // createLike is the shape of a create: the row, its children and an
 // audit row queued, then COMMIT.
 func createLike(id int, note string) func(tx *gorm.DB) error {
@@ -198,11 +208,7 @@ func TestABatchedFailureIsItsStatements(t *testing.T) {
 	if !errors.Is(err, second) || errors.Is(err, first) || errors.Is(err, third) || !errors.Is(err, store.ErrUniqueViolation) {
 		t.Fatalf("Write = %v, want the second statement's duplicate key, wrapped by its own wrap alone", err)
 	}
-	var ids []int
-	if err := gdb.Table("parent").Order("id").Pluck("id", &ids).Error; err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(ids, []int{1}) {
+	if ids := parentIDs(t, gdb); !slices.Equal(ids, []int{1}) {
 		t.Fatalf("parent ids %v, want [1]: a statement of the failed transaction committed", ids)
 	}
 	if err := db.Write(ctx, createLike(7, "after")); err != nil {
@@ -222,14 +228,7 @@ func TestABatchedFailureAfterTheTransactionEndedIsUnknown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, gdb := storeWithParent1(t)
-	connection := func() (id int64) {
-		t.Helper()
-		if err := gdb.Raw("SELECT CONNECTION_ID()").Scan(&id).Error; err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	before := connection()
+	before, _ := sessionOf(t, gdb)
 	row, ddl := errors.New("row"), errors.New("ddl")
 	err := db.Write(ctx, func(tx *gorm.DB) error {
 		if err := pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{2, "committed by the DDL"},
@@ -242,14 +241,10 @@ func TestABatchedFailureAfterTheTransactionEndedIsUnknown(t *testing.T) {
 	if !errors.As(err, &myErr) || myErr.Number != 1050 || errors.Is(err, ddl) || errors.Is(err, row) {
 		t.Fatalf("Write = %v, want the server's 1050 read as unknown, with no statement's wrap", err)
 	}
-	var ids []int
-	if err := gdb.Table("parent").Order("id").Pluck("id", &ids).Error; err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(ids, []int{1, 2}) {
+	if ids := parentIDs(t, gdb); !slices.Equal(ids, []int{1, 2}) {
 		t.Fatalf("parent ids %v, want [1 2]: the DDL's implicit commit committed row 2", ids)
 	}
-	if after := connection(); after == before {
+	if after, _ := sessionOf(t, gdb); after == before {
 		t.Fatalf("connection %d kept after an unknown outcome, want it discarded", after)
 	}
 	if err := db.Write(ctx, createLike(3, "after")); err != nil {
@@ -299,11 +294,7 @@ func TestTheFirstWriteAfterTheBeginIsReadAsItsOwn(t *testing.T) {
 			t.Fatalf("%s: connection %d after a known failure, want %d kept", c.name, id, conn)
 		}
 	}
-	var ids []int
-	if err := gdb.Table("parent").Order("id").Pluck("id", &ids).Error; err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(ids, []int{1, 2}) {
+	if ids := parentIDs(t, gdb); !slices.Equal(ids, []int{1, 2}) {
 		t.Fatalf("parent ids %v, want [1 2]: a statement of a failed transaction committed", ids)
 	}
 }

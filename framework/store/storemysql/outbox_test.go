@@ -69,6 +69,38 @@ func TestTheClaimRunsWithoutTheSubqueryCache(t *testing.T) {
 	}
 }
 
+// writeEvents writes n events of n aggregates, one Write each, and
+// returns their positions.
+func writeEvents(t *testing.T, db *store.DB, gdb *gorm.DB, now time.Time, n int) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		if err := db.Write(ctx, func(tx *gorm.DB) error {
+			_, err := db.Driver.Outbox().Write(ctx, tx, store.OutboxWriteParams{Events: []store.OutboxWriteEvent{{
+				ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i+1), Tenant: "acme", Type: "thing.done",
+				AggregateType: "thing", AggregateID: fmt.Sprint(i + 1), Payload: `{}`, Headers: `{}`, CreatedAt: now}}})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	positions := eventPositions(t, gdb)
+	if len(positions) != n {
+		t.Fatalf("positions %v after writing %d events", positions, n)
+	}
+	return positions
+}
+
+// eventPositions reads the positions in outbox_events, in order.
+func eventPositions(t *testing.T, gdb *gorm.DB) []int64 {
+	t.Helper()
+	var positions []int64
+	if err := gdb.Table("outbox_events").Order("position").Pluck("position", &positions).Error; err != nil {
+		t.Fatal(err)
+	}
+	return positions
+}
+
 // TestSettlingWaitsForNoOtherEvent: a relay's settle deletes its published
 // events without waiting for any other event's lock: one another relay
 // holds (claimed FOR UPDATE) and one a writer inserted and has not
@@ -102,23 +134,7 @@ func TestSettlingWaitsForNoOtherEvent(t *testing.T) {
 				t.Fatal(err)
 			}
 			now := time.Now().UTC().Truncate(time.Microsecond)
-			event := func(i int) store.OutboxWriteEvent {
-				return store.OutboxWriteEvent{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Tenant: "acme", Type: "thing.done",
-					AggregateType: "thing", AggregateID: fmt.Sprint(i), Payload: `{}`, Headers: `{}`, CreatedAt: now}
-			}
-			write := func(tx *gorm.DB, i int) error {
-				_, err := db.Driver.Outbox().Write(ctx, tx, store.OutboxWriteParams{Events: []store.OutboxWriteEvent{event(i)}})
-				return err
-			}
-			for i := 1; i <= 4; i++ {
-				if err := db.Write(ctx, func(tx *gorm.DB) error { return write(tx, i) }); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var positions []int64
-			if err := gdb.Table("outbox_events").Order("position").Pluck("position", &positions).Error; err != nil || len(positions) != 4 {
-				t.Fatalf("positions %v, %v", positions, err)
-			}
+			positions := writeEvents(t, db, gdb, now, 4)
 			// Another relay holds the fourth event; a writer has inserted a
 			// fifth and not committed.
 			for _, hold := range []func(tx *sql.Tx) error{
@@ -146,11 +162,7 @@ VALUES ('00000000-0000-4000-8000-000000000005', 'acme', 'thing.done', 'thing', '
 			}); err != nil {
 				t.Fatalf("settling three events while another is held and one uncommitted: %v", err)
 			}
-			var left []int64
-			if err := gdb.Table("outbox_events").Order("position").Pluck("position", &left).Error; err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(left, positions[3:]) {
+			if left := eventPositions(t, gdb); !slices.Equal(left, positions[3:]) {
 				t.Fatalf("positions left %v, want %v: the settled ones deleted, the held one kept", left, positions[3:])
 			}
 		})
@@ -172,20 +184,7 @@ func TestASettledBatchCarriesOneMark(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	for i := range 5 {
-		if err := db.Write(ctx, func(tx *gorm.DB) error {
-			_, err := db.Driver.Outbox().Write(ctx, tx, store.OutboxWriteParams{Events: []store.OutboxWriteEvent{{
-				ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i+1), Tenant: "acme", Type: "thing.done",
-				AggregateType: "thing", AggregateID: fmt.Sprint(i), Payload: `{}`, Headers: `{}`, CreatedAt: now}}})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var positions []int64
-	if err := gdb.Table("outbox_events").Order("position").Pluck("position", &positions).Error; err != nil || len(positions) != 5 {
-		t.Fatalf("positions %v, %v", positions, err)
-	}
+	positions := writeEvents(t, db, gdb, now, 5)
 	session := func() (id, sets int64) { return sessionOf(t, gdb) }
 	settle := func(published []int64) error {
 		return db.Write(ctx, func(tx *gorm.DB) error {
