@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -367,14 +368,18 @@ func TestTransferConcurrentSameKeyMovesOnce(t *testing.T) {
 
 // TestTransferOppositeDirectionsDoNotDeadlock runs transfers a→b and b→a
 // at once under different keys: accounts are updated in name order, so
-// every one of them executes.
+// every one of them executes. The transfers queue on the two account rows;
+// the lock timeout is long enough that only a deadlock (which the database
+// detects and breaks whatever the timeout) can fail one, and not how slowly
+// a loaded machine works through the queue.
 func TestTransferOppositeDirectionsDoNotDeadlock(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		e := newEnv(t, dsn)
+		e := newEnv(t, dsn, func(c *app.Config) { c.LockTimeout = time.Minute })
 		const n = 20
 		var wg sync.WaitGroup
 		statuses := make([]int, n)
+		bodies := make([][]byte, n)
 		for i := range n {
 			wg.Add(1)
 			go func() {
@@ -390,14 +395,15 @@ func TestTransferOppositeDirectionsDoNotDeadlock(t *testing.T) {
 				if err != nil {
 					return
 				}
-				res.Body.Close()
+				defer res.Body.Close()
 				statuses[i] = res.StatusCode
+				bodies[i], _ = io.ReadAll(res.Body)
 			}()
 		}
 		wg.Wait()
 		for i, s := range statuses {
 			if s != http.StatusCreated {
-				t.Fatalf("transfer %d: status %d", i, s)
+				t.Fatalf("transfer %d: status %d %s", i, s, bodies[i])
 			}
 		}
 		e.wantBalance(tokenAcme, "acc_a", 0)
