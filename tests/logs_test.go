@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -18,25 +17,8 @@ import (
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/framework/store/storemysql"
 	"github.com/retrysafe/retrysafe/internal/testdb"
+	"github.com/retrysafe/retrysafe/internal/testlog"
 )
-
-// logBuffer collects log lines from concurrent writers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestNoSecretsInLogs drives the demo through the failure paths whose logs
 // carried raw values (a lock timeout, a database outage, an insert the
@@ -46,7 +28,7 @@ func (b *logBuffer) String() string {
 func TestNoSecretsInLogs(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		logs := &logBuffer{}
+		logs := &testlog.Buffer{}
 		logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		postgres := strings.HasPrefix(dsn, "postgres")
 		var proxy *tcpProxy

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,9 +9,10 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/retrysafe/retrysafe/internal/testlog"
 )
 
 // TestRunServesAndShutsDown starts the demo as main does, waits for its one
@@ -80,24 +80,6 @@ func start(t *testing.T, args []string, env map[string]string, stderr io.Writer)
 	}
 }
 
-// lockedBuffer is the demo's stderr, written by its request goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestRequestLogLevelFlag: by default every PUT logs its resource write;
 // with -request-log-level debug the log (at info) leaves it out.
 func TestRequestLogLevelFlag(t *testing.T) {
@@ -108,7 +90,7 @@ func TestRequestLogLevelFlag(t *testing.T) {
 	}{{nil, true}, {[]string{"-request-log-level", "debug"}, false}} {
 		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
 			t.Parallel()
-			stderr := &lockedBuffer{}
+			stderr := &testlog.Buffer{}
 			base, stop := start(t, c.args, nil, stderr)
 			req, _ := http.NewRequest("PUT", base+"/v1/orders/6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f",
 				strings.NewReader(`{"customer":"c","currency":"EUR","items":[{"sku":"s","quantity":1,"unit_price":"1"}]}`))

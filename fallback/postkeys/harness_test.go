@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testclock"
+	"github.com/retrysafe/retrysafe/internal/testlog"
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -201,25 +201,7 @@ type harness struct {
 	widgets  *widgets
 	registry *prometheus.Registry
 	srv      *httptest.Server
-	logs     *lockedBuffer
-}
-
-// lockedBuffer collects log output from concurrent handlers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs     *testlog.Buffer
 }
 
 // setup builds the harness on dsn; tweak may change the adapter's Config
@@ -249,7 +231,7 @@ func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *ha
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	engine, err := framework.NewEngine(db, framework.EngineConfig{Now: c.Now, Metrics: metrics, Logger: logger})
 	if err != nil {
