@@ -366,7 +366,7 @@ func TestClientPostsPaymentsOnceThroughFaults(t *testing.T) {
 func TestClientRetriesOutcomePending(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		ce := clientSetup(t, dsn, func(c *app.Config) { c.ProviderTimeout = 100 * time.Millisecond })
+		ce := clientSetup(t, dsn, losesAnswersQuickly)
 		ce.skipWithoutPayments(t)
 
 		res, err := ce.client.Post(t.Context(), client.PostRequest{

@@ -346,6 +346,12 @@ func TestBrokerOutage(t *testing.T) {
 			wantStatus(t, e.pay(tokenAcme, fmt.Sprintf("before-%d", i), paymentBody(100+i, "pm_card_visa")), http.StatusCreated)
 		}
 		eventually(t, "3 ledger entries", func() bool { return len(e.ledgerEntries(tokenAcme)) == 3 })
+		// and the relay settled them: an acknowledgement cut in flight
+		// would leave one pending through the outage.
+		eventually(t, "nothing pending before the outage", func() bool {
+			_, pending, _, err := e.app.Events.Relay.Lag(ctx)
+			return err == nil && pending == 0
+		})
 
 		proxy.Cut()
 		for i := 0; i < 5; i++ {
@@ -554,7 +560,7 @@ func TestLedgerListIsTenantScopedAndPaginated(t *testing.T) {
 func TestReconciledPaymentEmitsOnce(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		e := newEnv(t, dsn, func(c *app.Config) { c.ProviderTimeout = 100 * time.Millisecond })
+		e := newEnv(t, dsn, losesAnswersQuickly)
 		wantStatus(t, e.pay(tokenAcme, "k-timeout", paymentBody(4200, "pm_card_timeout_after_charge")), http.StatusConflict)
 		if n := e.outboxEvents("payment.succeeded"); n != 0 {
 			t.Fatalf("%d events before the outcome is known, want 0", n)

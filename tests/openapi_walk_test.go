@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -22,7 +20,7 @@ import (
 func TestOpenAPIWalk(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		base := newEnv(t, dsn, func(c *app.Config) { c.ProviderTimeout = 100 * time.Millisecond })
+		base := newEnv(t, dsn, losesAnswersQuickly)
 		sc := newSpecChecker(t, base.app.Handler())
 		srv := httptest.NewServer(sc)
 		t.Cleanup(srv.Close)

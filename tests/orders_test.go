@@ -419,7 +419,7 @@ func TestOrderConcurrentIdenticalCreates(t *testing.T) {
 func TestOrderConcurrentReplaces(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		e := newEnv(t, dsn, func(c *app.Config) { c.LockTimeout = 10 * time.Second })
+		e := newEnv(t, dsn, patient)
 		id := uuid.New()
 		const n = 20
 		statuses := make([]int, n)

@@ -69,9 +69,10 @@ func TestSilentPartitionIs503WithinTheDeadline(t *testing.T) {
 		if r.Status != http.StatusServiceUnavailable || r.Code(t) != "unavailable" || r.Header.Get("Retry-After") == "" {
 			t.Fatalf("%s %s during the partition: %d %v %s", requests[i].method, requests[i].path, r.Status, r.Header, r.Body)
 		}
-		// The deadline plus scheduling slack: what matters is that the
-		// answer does not wait for the partition to end.
-		if took[i] > deadline+3*time.Second {
+		// The deadline plus scheduling slack for a loaded machine: what
+		// matters is that the answer does not wait for the partition to
+		// end, and it ends only after every request was answered.
+		if took[i] > deadline+20*time.Second {
 			t.Fatalf("%s %s took %v through a partition, deadline %v", requests[i].method, requests[i].path, took[i], deadline)
 		}
 	}
@@ -83,7 +84,7 @@ func TestSilentPartitionIs503WithinTheDeadline(t *testing.T) {
 	proxy.Release()
 	// Connections abandoned at the deadline were closed; new ones work.
 	var ready response
-	for range 50 {
+	for range 300 {
 		if ready = e.do("GET", "/readyz", "", nil); ready.Status == http.StatusOK {
 			break
 		}

@@ -244,7 +244,7 @@ func TestConditionalWriteLostAnswerConverges(t *testing.T) {
 func TestPatchConcurrentSameIfMatch(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		e := newEnv(t, dsn)
+		e := newEnv(t, dsn, patient)
 		id, etag := createOrder(t, e)
 		const n = 20
 		answers := make([]response, n)

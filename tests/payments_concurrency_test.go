@@ -98,7 +98,7 @@ func concurrentPayments(t *testing.T, n int, baseURLs []string, key string) resp
 func TestPaymentConcurrentSameKeyExecutesOnce(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		e := newEnv(t, dsn)
+		e := newEnv(t, dsn, patient)
 		first := concurrentPayments(t, 50, []string{e.srv.URL}, "k-race")
 		charges := e.charges(tokenAcme, "")
 		if len(charges) != 1 || first.JSON(t)["provider_charge_id"] != charges[0].ID {

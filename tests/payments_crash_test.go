@@ -222,7 +222,7 @@ func TestPaymentLostResponseReplays(t *testing.T) {
 func TestPaymentOutcomePendingSettledByWorker(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		e := newEnv(t, dsn, func(c *app.Config) { c.ProviderTimeout = 100 * time.Millisecond })
+		e := newEnv(t, dsn, losesAnswersQuickly)
 		body := paymentBody(4200, "pm_card_timeout_after_charge")
 		first := e.pay(tokenAcme, "k-pending", body)
 		wantStatus(t, first, http.StatusConflict)

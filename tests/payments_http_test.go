@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -194,7 +193,7 @@ func TestPaymentDeclinedIsStoredAndReplayed(t *testing.T) {
 func TestPaymentTimeoutAfterChargeChargesOnce(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		e := newEnv(t, dsn, func(c *app.Config) { c.ProviderTimeout = 100 * time.Millisecond })
+		e := newEnv(t, dsn, losesAnswersQuickly)
 		// The sandbox charges, then loses its first answer: the provider call
 		// times out, the record is left unknown and the client is told so.
 		first := e.pay(tokenAcme, "k-timeout", paymentBody(4200, "pm_card_timeout_after_charge"))

@@ -268,7 +268,7 @@ func TestRetryableHTTPFinalAnswersAtOnce(t *testing.T) {
 func TestRetryableHTTPOutcomePending(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		ce, proxy := recipeSetup(t, dsn, func(c *app.Config) { c.ProviderTimeout = 100 * time.Millisecond })
+		ce, proxy := recipeSetup(t, dsn, losesAnswersQuickly)
 		ce.skipWithoutPayments(t)
 		start := time.Now()
 		r := retryableDo(t, retryableClient(), http.MethodPost, proxy.srv.URL+"/v1/payments", "rh-pending",

@@ -52,7 +52,11 @@ func TestReplicaReads(t *testing.T) {
 	}
 	t.Cleanup(proxy.Close)
 	replicaDSN := strings.Replace(f.NodeURL(standby), "127.0.0.1:"+strconv.Itoa(standby.Port), proxy.Addr(), 1)
-	e := newEnv(t, f.DSN(), func(c *app.Config) { c.Store.ReplicaDSN = replicaDSN })
+	// A replica read has 3 s (500 ms by default), so that a loaded
+	// machine's slow read is not taken for a silent replica and answered
+	// by the primary; a silent one (step 4) still costs less than the
+	// request's deadline.
+	e := newEnv(t, f.DSN(), func(c *app.Config) { c.Store.ReplicaDSN, c.Store.ReplicaTimeout = replicaDSN, 3*time.Second })
 	if e.app.DB.Replica() == nil {
 		t.Fatal("the store has no replica handle")
 	}

@@ -24,9 +24,10 @@ import (
 // row: the hold sits before the provider call, where production can stall.
 // Process A claims n payment keys and is stopped (SIGSTOP) in its hold.
 // Its leases run out; the client's retries on B take the records over and
-// hold too, and then A is continued: its attempts wake up with fences that
-// are no longer current, so they write nothing and call no provider, and
-// B's attempts resume from the pending payments and charge once each.
+// hold too, and then A is continued: its attempts wake up (as their hold
+// ends, before or after B's attempts finish) with fences that are no
+// longer current, so they write nothing and call no provider, and B's
+// attempts resume from the pending payments and charge once each.
 // Expect exactly n charges and n payments. The recovery workers stay idle
 // (a long interval), so that the retries make the takeovers.
 func TestStallPastLeaseChargesOnce(t *testing.T) {
@@ -34,9 +35,14 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 	dsn := testdb.New(t, "postgres") // skips without TEST_DATABASE_URL
 	bin := buildDemo(t)
 	const n = 8
-	args := []string{"-lease=2s", "-recovery-interval=1h", "-pause-at=after_claim=1s"}
-	a := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: args})
-	b := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: args})
+	args := []string{"-lease=2s", "-recovery-interval=1h"}
+	// A holds its attempts 10 s, long enough for a loaded machine to see
+	// all eight reach the hold and stop A in it, with a request deadline
+	// and a write timeout that outlast the hold. B's attempts hold 1 s,
+	// within their 2 s lease, and then charge.
+	a := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn,
+		Args: append(args, "-pause-at=after_claim=10s", "-request-deadline=1m", "-write-timeout=2m")})
+	b := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: append(args, "-pause-at=after_claim=1s")})
 
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {

@@ -64,7 +64,10 @@ type demo struct {
 
 func newDemo(t *testing.T, dsn string) *demo {
 	t.Helper()
-	a, err := app.New(context.Background(), app.Config{DSN: dsn, ProviderTimeout: 100 * time.Millisecond})
+	// A lost answer ends after 100 ms; a charge a loaded machine writes
+	// slowly still answers.
+	a, err := app.New(context.Background(), app.Config{DSN: dsn, ProviderTimeout: time.Minute,
+		SandboxMaxHang: 100 * time.Millisecond, RequestDeadline: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

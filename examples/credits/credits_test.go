@@ -12,9 +12,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -29,8 +31,11 @@ type env struct {
 // setup serves the example over real HTTP on a fresh database.
 func setup(t *testing.T, dsn string) *env {
 	t.Helper()
+	// Concurrent retries of one key queue on the account's row: a
+	// minute's lock and statement timeouts keep how long the last one
+	// waits on a loaded machine out of the verdict.
 	svc, err := newService(context.Background(), dsn, map[string]string{"tok_a": "acme", "tok_b": "globex"},
-		slog.New(slog.DiscardHandler))
+		slog.New(slog.DiscardHandler), store.Config{LockTimeout: time.Minute, StatementTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		*dsn = "sqlite:credits.db"
 	}
 	svc, err := newService(ctx, *dsn, map[string]string{"sk_test_acme": "acme", "sk_test_globex": "globex"},
-		slog.New(slog.NewTextHandler(out, nil)))
+		slog.New(slog.NewTextHandler(out, nil)), store.Config{})
 	if err != nil {
 		return err
 	}
@@ -130,13 +130,14 @@ type service struct {
 	keys    *postkeys.Adapter
 }
 
-// newService opens dsn, applies the migrations and builds the router.
-func newService(ctx context.Context, dsn string, tokens map[string]string, logger *slog.Logger) (*service, error) {
+// newService opens dsn, applies the migrations and builds the router; cfg
+// is the store's configuration (timeouts).
+func newService(ctx context.Context, dsn string, tokens map[string]string, logger *slog.Logger, cfg store.Config) (*service, error) {
 	gdb, err := openGorm(dsn)
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.New(ctx, gdb, store.Config{})
+	db, err := store.New(ctx, gdb, cfg)
 	if err != nil {
 		if sqlDB, derr := gdb.DB(); derr == nil {
 			_ = sqlDB.Close()

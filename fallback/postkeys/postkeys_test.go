@@ -427,7 +427,7 @@ func TestWorkersStartAndStop(t *testing.T) {
 		if err := h.keys.Start(context.Background()); !errors.Is(err, postkeys.ErrRunning) {
 			t.Fatalf("second Start: %v", err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for h.record("a", "widgets", "k1").State != postkeys.StateCompleted {
 			if time.Now().After(deadline) {
 				t.Fatal("the recovery worker did not settle the record")

@@ -249,7 +249,7 @@ func TestTombstones(t *testing.T) {
 func TestConcurrentIdenticalPuts(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		h := setup(t, dsn, func(o *setupOptions) { o.lockTimeout = 10 * time.Second })
+		h := setup(t, dsn, patient)
 		id := uuid.New()
 		const n = 50
 		results := make([]reply, n)
@@ -288,7 +288,7 @@ func TestConcurrentIdenticalPuts(t *testing.T) {
 func TestConcurrentDifferentPuts(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		h := setup(t, dsn, func(o *setupOptions) { o.lockTimeout = 10 * time.Second })
+		h := setup(t, dsn, patient)
 		id := uuid.New()
 		const n = 20
 		statuses := make([]int, n)

@@ -141,8 +141,9 @@ func (h *harness) legacy() *harness {
 }
 
 type setupOptions struct {
-	mode        collection.Mode
-	lockTimeout time.Duration
+	mode collection.Mode
+	// lockTimeout and statementTimeout are the store's Config's.
+	lockTimeout, statementTimeout time.Duration
 	// clockAhead sets the engine's clock that far ahead of the real time:
 	// a process whose clock disagrees with the database's.
 	clockAhead time.Duration
@@ -160,13 +161,19 @@ type setupOptions struct {
 	clockMaxAge time.Duration
 }
 
+// patient lets a write wait a minute for a lock and for its statement: a
+// storm of writes to one row queues on its lock, and how long the last
+// one waits depends on the machine's speed, not on what a test checks.
+func patient(o *setupOptions) { o.lockTimeout, o.statementTimeout = time.Minute, time.Minute }
+
 func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 	t.Helper()
 	o := setupOptions{mode: collection.CreateOrReplace}
 	for _, f := range opts {
 		f(&o)
 	}
-	db, err := store.Open(context.Background(), dsn, store.Config{LockTimeout: o.lockTimeout, TracerProvider: o.tp, ClockMaxAge: o.clockMaxAge})
+	db, err := store.Open(context.Background(), dsn, store.Config{LockTimeout: o.lockTimeout, StatementTimeout: o.statementTimeout,
+		TracerProvider: o.tp, ClockMaxAge: o.clockMaxAge})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package outbox_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework/outbox"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
+	"github.com/retrysafe/retrysafe/internal/testlog"
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -26,7 +26,10 @@ import (
 func setup(t testing.TB, dsn string) *store.DB {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dsn, store.Config{LockTimeout: 5 * time.Second})
+	// Writers of one aggregate queue on its counter row: a minute's lock
+	// and statement timeouts keep how long the last one waits on a loaded
+	// machine out of the verdicts.
+	db, err := store.Open(ctx, dsn, store.Config{LockTimeout: time.Minute, StatementTimeout: time.Minute})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -554,7 +557,9 @@ func TestRelayVacuumsTheOutbox(t *testing.T) {
 		}
 		return n
 	}
-	run := func(db *store.DB, logger *slog.Logger, rec *recorder) {
+	// run runs a relay until it published and what happened holds: a
+	// vacuum, or its refusal, both while it runs.
+	run := func(db *store.DB, logger *slog.Logger, rec *recorder, what string, happened func() bool) {
 		relay, err := outbox.NewRelay(db, rec, outbox.Config{VacuumInterval: 20 * time.Millisecond, PollInterval: 10 * time.Millisecond, Logger: logger})
 		if err != nil {
 			t.Fatal(err)
@@ -565,10 +570,9 @@ func TestRelayVacuumsTheOutbox(t *testing.T) {
 		defer relay.Stop()
 		emit(t, db, "acme", "a1", 5)
 		eventually(t, "the relay publishes", func() bool { return len(rec.got()) == 5 })
-		time.Sleep(100 * time.Millisecond)
+		eventually(t, what, happened)
 	}
-	run(db, nil, &recorder{})
-	eventually(t, "a vacuum of outbox_events", func() bool { return vacuums() > 0 })
+	run(db, nil, &recorder{}, "a vacuum of outbox_events", func() bool { return vacuums() > 0 })
 
 	// A user who may write the outbox but does not own it.
 	role := "outbox_writer_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
@@ -595,19 +599,19 @@ func TestRelayVacuumsTheOutbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
-	rec := &recorder{}
-	run(other, slog.New(slog.NewTextHandler(&logs, nil)), rec)
+	logs := &testlog.Buffer{}
+	refusals := func() int { return strings.Count(logs.String(), "may not vacuum outbox_events") }
+	run(other, slog.New(slog.NewTextHandler(logs, nil)), &recorder{}, "the refused vacuum's report", func() bool { return refusals() > 0 })
 	_ = other.Close()
-	if n := strings.Count(logs.String(), "may not vacuum outbox_events"); n != 1 {
+	if n := refusals(); n != 1 {
 		t.Fatalf("%d reports of the refused vacuum, want 1:\n%s", n, logs.String())
 	}
 }
 
-// eventually polls cond every 20ms until it holds or 10s passed.
+// eventually polls cond every 20ms until it holds or 30s passed.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}

@@ -75,6 +75,11 @@ type Config struct {
 	// ProviderTimeout bounds one call of payments to the sandbox provider.
 	// Defaults to [payments.DefaultProviderTimeout] (2s).
 	ProviderTimeout time.Duration
+	// SandboxMaxHang bounds how long the sandbox provider withholds an
+	// answer it loses (pm_card_timeout_after_charge): the call then fails
+	// with payments.ErrProviderTimeout, as when ProviderTimeout passes.
+	// Defaults to the sandbox's ([sandbox.Config].MaxHang, 30s).
+	SandboxMaxHang time.Duration
 	// ProviderFunc, for tests only, wraps the sandbox payment provider that
 	// payments calls (a provider that stalls, fails or counts calls).
 	// Defaults to nil: the sandbox itself.
@@ -181,7 +186,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	provider, err := sandbox.New(db, sandbox.Config{Now: engine.Now, Logger: cfg.Logger})
+	provider, err := sandbox.New(db, sandbox.Config{Now: engine.Now, MaxHang: cfg.SandboxMaxHang, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -20,8 +20,8 @@ import (
 type Config struct {
 	// Now is the clock of charge timestamps. Defaults to time.Now.
 	Now func() time.Time
-	// MaxHang bounds how long a lost answer blocks a caller whose context
-	// has no deadline. Defaults to 30s.
+	// MaxHang bounds how long a lost answer blocks its caller, when the
+	// caller's context does not end first. Defaults to 30s.
 	MaxHang time.Duration
 	// Logger receives one event per charge. Defaults to discarding them.
 	Logger *slog.Logger
