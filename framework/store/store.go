@@ -45,7 +45,10 @@ type Config struct {
 	// transaction like the lock timeout, so that it holds on an
 	// application's own pool and behind PgBouncer. Reads outside Write are
 	// bounded by their context (the request deadline). Defaults to 5s,
-	// below the framework's request deadline of 10s.
+	// below the framework's request deadline of 10s. On MariaDB it is the
+	// session's max_statement_time for the transaction; the writes queued
+	// for the COMMIT's round trip and the COMMIT go as one compound
+	// statement, which it bounds as a whole.
 	//
 	// A client cannot bound the wait for a free pool connection apart from
 	// the statement: database/sql waits until the context is done. Every

@@ -518,3 +518,56 @@ func TestABatchedCommitOnAKilledConnectionIsUnavailable(t *testing.T) {
 		t.Fatalf("%d rows (%v) after the next write, want 1", n, err)
 	}
 }
+
+// questionsOf reads, on gdb's one connection, the statements its clients
+// sent (Questions: a compound statement counts once, not the statements
+// inside it; the read itself counts one).
+func questionsOf(t *testing.T, gdb *gorm.DB) int64 {
+	t.Helper()
+	var status struct {
+		Value int64 `gorm:"column:Value"`
+	}
+	if err := gdb.Raw("SHOW SESSION STATUS LIKE 'Questions'").Scan(&status).Error; err != nil {
+		t.Fatal(err)
+	}
+	return status.Value
+}
+
+// TestTheCommitRoundTripIsOneCompoundStatement: a create-like write's one
+// round trip sends the transaction, START to COMMIT, as one compound
+// statement between the session's SETs: MariaDB answers three statements
+// (the begin's SET, the compound statement, the restore), not eight, and
+// all three rows commit. A batch holding a statement a compound statement
+// must not hold (DDL) goes as separate statements.
+func TestTheCommitRoundTripIsOneCompoundStatement(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	ctx := context.Background()
+	db, gdb := storeWithParent1(t)
+	before := questionsOf(t, gdb)
+	if err := db.Write(ctx, createLike(2, "second")); err != nil {
+		t.Fatal(err)
+	}
+	if n := questionsOf(t, gdb) - before - 1; n != 3 {
+		t.Fatalf("a create-like write was %d statements, want 3 (the begin's SET, one compound statement, the restore)", n)
+	}
+	if ids := parentIDs(t, gdb); !slices.Equal(ids, []int{1, 2}) {
+		t.Fatalf("parent ids %v, want [1 2]", ids)
+	}
+	var children int64
+	if err := gdb.Raw("SELECT count(*) FROM child WHERE parent_id = 2").Scan(&children).Error; err != nil || children != 2 {
+		t.Fatalf("children of 2: %d, %v; want 2", children, err)
+	}
+	before = questionsOf(t, gdb)
+	if err := db.Write(ctx, func(tx *gorm.DB) error {
+		if err := pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{3, "third"}, nil); err != nil {
+			return err
+		}
+		return pipeline.LaterExec(tx, "CREATE TABLE IF NOT EXISTS child (parent_id INT NOT NULL, n INT NOT NULL)", nil, nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := questionsOf(t, gdb) - before - 1; n < 6 {
+		t.Fatalf("a write holding DDL was %d statements, want each on its own", n)
+	}
+}

@@ -35,6 +35,10 @@
 // PUT create is a read and one round trip, and a transaction that wrote
 // nothing sends nothing. MySQL stops such a query at its first failing
 // statement; a mark set before each statement tells which one failed, so
-// that its error is reported as that statement's. On any other pool each
-// statement is a round trip of its own, with the same results.
+// that its error is reported as that statement's. The transaction's
+// statements in the COMMIT's query, START to COMMIT, go as one compound
+// statement (BEGIN NOT ATOMIC … END), which MariaDB answers with one
+// packet instead of one a statement; the statement timeout then bounds
+// them together. On any other pool each statement is a round trip of its
+// own, with the same results.
 package storemysql
