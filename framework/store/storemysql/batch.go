@@ -202,8 +202,9 @@ func (b *batchTx) failedAt(ctx context.Context, items []queued, base int64, err 
 // item, when the transaction began in an earlier round trip) to its COMMIT
 // go inside one compound statement, BEGIN NOT ATOMIC … END, when
 // inCompound allows them all: MariaDB then answers them with one OK
-// packet, where a multi-statement query flushes one per statement, and a
-// create's COMMIT round trip cost MariaDB about a fifth less CPU. The
+// packet, where a multi-statement query flushes one per statement (on a
+// create's query alone, MariaDB's CPU per create fell from about 360 to
+// 300 µs, and the framework's process reads three answers, not nine). The
 // marks read the same: a statement that fails ends the compound
 // statement with its error and leaves the transaction as it would have
 // left it alone (open, but after a deadlock or an implicit commit). The
