@@ -557,10 +557,11 @@ func TestRelayVacuumsTheOutbox(t *testing.T) {
 		}
 		return n
 	}
-	// run runs a relay until it published and what happened holds: a
-	// vacuum, or its refusal, both while it runs.
-	run := func(db *store.DB, logger *slog.Logger, rec *recorder, what string, happened func() bool) {
-		relay, err := outbox.NewRelay(db, rec, outbox.Config{VacuumInterval: 20 * time.Millisecond, PollInterval: 10 * time.Millisecond, Logger: logger})
+	const interval = 20 * time.Millisecond
+	// run runs a relay until it published five events, then calls during
+	// while it still runs.
+	run := func(db *store.DB, logger *slog.Logger, rec *recorder, during func()) {
+		relay, err := outbox.NewRelay(db, rec, outbox.Config{VacuumInterval: interval, PollInterval: 10 * time.Millisecond, Logger: logger})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -570,9 +571,9 @@ func TestRelayVacuumsTheOutbox(t *testing.T) {
 		defer relay.Stop()
 		emit(t, db, "acme", "a1", 5)
 		eventually(t, "the relay publishes", func() bool { return len(rec.got()) == 5 })
-		eventually(t, what, happened)
+		during()
 	}
-	run(db, nil, &recorder{}, "a vacuum of outbox_events", func() bool { return vacuums() > 0 })
+	run(db, nil, &recorder{}, func() { eventually(t, "a vacuum of outbox_events", func() bool { return vacuums() > 0 }) })
 
 	// A user who may write the outbox but does not own it.
 	role := "outbox_writer_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
@@ -601,7 +602,15 @@ func TestRelayVacuumsTheOutbox(t *testing.T) {
 	}
 	logs := &testlog.Buffer{}
 	refusals := func() int { return strings.Count(logs.String(), "may not vacuum outbox_events") }
-	run(other, slog.New(slog.NewTextHandler(logs, nil)), &recorder{}, "the refused vacuum's report", func() bool { return refusals() > 0 })
+	rec := &recorder{}
+	run(other, slog.New(slog.NewTextHandler(logs, nil)), rec, func() {
+		eventually(t, "the refused vacuum's report", func() bool { return refusals() > 0 })
+		// Past two vacuum intervals, the relay publishing five more events
+		// has passed where it would vacuum again, had it not given up.
+		time.Sleep(2 * interval)
+		emit(t, other, "acme", "a2", 5)
+		eventually(t, "the relay publishes again", func() bool { return len(rec.got()) == 10 })
+	})
 	_ = other.Close()
 	if n := refusals(); n != 1 {
 		t.Fatalf("%d reports of the refused vacuum, want 1:\n%s", n, logs.String())
