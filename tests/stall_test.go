@@ -106,7 +106,8 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	// The client retries on B: each record is taken over; while B holds
-	// those attempts, A wakes up.
+	// those attempts, A is continued, and its attempts wake as their own
+	// hold ends, before or after B's finish.
 	retried, retriedDone := sendAll(b.URL())
 	waitHolds(b, "B")
 	if err := a.Signal(syscall.SIGCONT); err != nil {
@@ -136,5 +137,10 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 	}
 	if c := count("SELECT count(*) FROM idempotency_records WHERE state = 'completed'"); c != n {
 		t.Fatalf("completed records = %d, want %d", c, n)
+	}
+	// Counted again after A answered every key a second time: no attempt
+	// of A charged late.
+	if c := count("SELECT count(*) FROM sandbox_charges"); c != n {
+		t.Fatalf("sandbox charges = %d for %d payments at the end", c, n)
 	}
 }
