@@ -45,10 +45,12 @@ type Config struct {
 	// transaction like the lock timeout, so that it holds on an
 	// application's own pool and behind PgBouncer. Reads outside Write are
 	// bounded by their context (the request deadline). Defaults to 5s,
-	// below the framework's request deadline of 10s. On MariaDB it is the
-	// session's max_statement_time for the transaction; the writes queued
-	// for the COMMIT's round trip and the COMMIT go as one compound
-	// statement, which it bounds as a whole.
+	// below the framework's request deadline of 10s. On MariaDB it is
+	// max_statement_time for the transaction's statements: the session's,
+	// set for the transaction, or, for a transaction that goes out whole
+	// in one statement (a create), SET STATEMENT's for that statement. The
+	// writes queued for the COMMIT's round trip and the COMMIT go as one
+	// compound statement, which it bounds as a whole.
 	//
 	// A client cannot bound the wait for a free pool connection apart from
 	// the statement: database/sql waits until the context is done. Every

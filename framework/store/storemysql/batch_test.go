@@ -252,13 +252,15 @@ func TestABatchedFailureAfterTheTransactionEndedIsUnknown(t *testing.T) {
 	}
 }
 
-// TestTheFirstWriteAfterTheBeginIsReadAsItsOwn: the begin's SET assigns
-// the mark of the first write after START TRANSACTION, which then needs
-// no SET of its own. A failure of that write, a duplicate key or a
-// missing table (raised before its values are read), is still read as
-// its own: wrapped by its wrap, rolled back, the connection kept. A
-// create-like transaction (a row and two child rows) sends four SETs on
-// the server: the begin, the two children's marks and the restore.
+// TestTheFirstWriteAfterTheBeginIsReadAsItsOwn: the first write after
+// START TRANSACTION carries a mark of its own when the transaction goes
+// whole as one statement, and the begin's SET assigns it when the begin
+// goes out before the COMMIT (here with a read after the write). A
+// failure of that write, a duplicate key or a missing table (raised
+// before its values are read), is read as its own either way: wrapped by
+// its wrap, rolled back, the connection kept. A create-like transaction
+// (a row and two child rows) sends four SETs on the server: SET
+// TRANSACTION and the three rows' marks.
 func TestTheFirstWriteAfterTheBeginIsReadAsItsOwn(t *testing.T) {
 	testdb.MySQL(t)
 	t.Parallel()
@@ -279,19 +281,27 @@ func TestTheFirstWriteAfterTheBeginIsReadAsItsOwn(t *testing.T) {
 		{"a duplicate row", "INSERT INTO parent (id, note) VALUES (1, 'again')", 1062},
 		{"a missing table", "INSERT INTO missing (id) VALUES (1)", 1146},
 	} {
-		tag := errors.New(c.name)
-		err := db.Write(ctx, func(tx *gorm.DB) error {
-			if err := pipeline.LaterExec(tx, c.sql, nil, func(err error) error { return errors.Join(tag, err) }); err != nil {
-				return err
+		for _, read := range []bool{false, true} {
+			tag := errors.New(c.name)
+			err := db.Write(ctx, func(tx *gorm.DB) error {
+				if err := pipeline.LaterExec(tx, c.sql, nil, func(err error) error { return errors.Join(tag, err) }); err != nil {
+					return err
+				}
+				if read { // the begin, the write and the read go out together
+					var one int
+					if err := tx.Raw("SELECT 1").Scan(&one).Error; err != nil {
+						return err
+					}
+				}
+				return pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{9, "after it"}, nil)
+			})
+			var myErr *mysql.MySQLError
+			if !errors.Is(err, tag) || !errors.As(err, &myErr) || myErr.Number != c.number {
+				t.Fatalf("%s (read %v): Write = %v, want its %d wrapped by its own wrap", c.name, read, err, c.number)
 			}
-			return pipeline.LaterExec(tx, "INSERT INTO parent (id, note) VALUES (?, ?)", []any{9, "after it"}, nil)
-		})
-		var myErr *mysql.MySQLError
-		if !errors.Is(err, tag) || !errors.As(err, &myErr) || myErr.Number != c.number {
-			t.Fatalf("%s: Write = %v, want its %d wrapped by its own wrap", c.name, err, c.number)
-		}
-		if id, _ := session(); id != conn {
-			t.Fatalf("%s: connection %d after a known failure, want %d kept", c.name, id, conn)
+			if id, _ := session(); id != conn {
+				t.Fatalf("%s (read %v): connection %d after a known failure, want %d kept", c.name, read, id, conn)
+			}
 		}
 	}
 	if ids := parentIDs(t, gdb); !slices.Equal(ids, []int{1, 2}) {
@@ -533,13 +543,14 @@ func questionsOf(t *testing.T, gdb *gorm.DB) int64 {
 	return status.Value
 }
 
-// TestTheCommitRoundTripIsOneCompoundStatement: a create-like write's one
-// round trip sends the transaction, START to COMMIT, as one compound
-// statement between the session's SETs: MariaDB answers three statements
-// (the begin's SET, the compound statement, the restore), not eight, and
-// all three rows commit. A batch holding a statement a compound statement
-// must not hold (DDL) goes as separate statements.
-func TestTheCommitRoundTripIsOneCompoundStatement(t *testing.T) {
+// TestAWriteIsOneStatement: a create-like write's one round trip sends the
+// whole transaction, its settings, START and COMMIT, as one compound
+// statement: MariaDB answers one statement, not nine, and all three rows
+// commit. When a read sent the begin earlier, the COMMIT's round trip is
+// the rest as one compound statement and the session's restore: two. A
+// batch holding a statement a compound statement must not hold (DDL)
+// goes as separate statements.
+func TestAWriteIsOneStatement(t *testing.T) {
 	testdb.MySQL(t)
 	t.Parallel()
 	ctx := context.Background()
@@ -548,8 +559,8 @@ func TestTheCommitRoundTripIsOneCompoundStatement(t *testing.T) {
 	if err := db.Write(ctx, createLike(2, "second")); err != nil {
 		t.Fatal(err)
 	}
-	if n := questionsOf(t, gdb) - before - 1; n != 3 {
-		t.Fatalf("a create-like write was %d statements, want 3 (the begin's SET, one compound statement, the restore)", n)
+	if n := questionsOf(t, gdb) - before - 1; n != 1 {
+		t.Fatalf("a create-like write was %d statements, want 1 (one compound statement)", n)
 	}
 	if ids := parentIDs(t, gdb); !slices.Equal(ids, []int{1, 2}) {
 		t.Fatalf("parent ids %v, want [1 2]", ids)
@@ -557,6 +568,20 @@ func TestTheCommitRoundTripIsOneCompoundStatement(t *testing.T) {
 	var children int64
 	if err := gdb.Raw("SELECT count(*) FROM child WHERE parent_id = 2").Scan(&children).Error; err != nil || children != 2 {
 		t.Fatalf("children of 2: %d, %v; want 2", children, err)
+	}
+	before = questionsOf(t, gdb)
+	if err := db.Write(ctx, func(tx *gorm.DB) error {
+		var one int // the begin goes out with the read: 3 statements
+		if err := tx.Raw("SELECT 1").Scan(&one).Error; err != nil {
+			return err
+		}
+		return createLike(4, "after a read")(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := questionsOf(t, gdb) - before - 1; n != 3+2 {
+		t.Fatalf("a create-like write after a read was %d statements, want 5 (the begin's SET, START and the read; "+
+			"one compound statement and the restore)", n)
 	}
 	before = questionsOf(t, gdb)
 	if err := db.Write(ctx, func(tx *gorm.DB) error {

@@ -22,7 +22,9 @@
 //
 // A write transaction runs READ COMMITTED with its lock wait timeout and
 // statement timeout set on the session for itself alone and the
-// session's own values restored when it ends; a deadlock (1213) or a lock
+// session's own values restored when it ends (or, sent whole in one
+// statement, with SET STATEMENT … FOR and SET TRANSACTION, which leave
+// the session as it was); a deadlock (1213) or a lock
 // wait past the timeout (1205) is [store.ErrLockTimeout]. The database
 // clock is UTC_TIMESTAMP(6).
 //
@@ -32,13 +34,20 @@
 // that adds both), a write transaction pipelines as on PostgreSQL: its
 // begin, the writes the framework queues (a new row, its child rows, the
 // outbox event) and its COMMIT go out as one multi-statement query, so a
-// PUT create is a read and one round trip, and a transaction that wrote
-// nothing sends nothing. MySQL stops such a query at its first failing
+// PUT create is one round trip, and a transaction that wrote nothing
+// sends nothing. MySQL stops such a query at its first failing
 // statement; a mark set before each statement tells which one failed, so
 // that its error is reported as that statement's. The transaction's
 // statements in the COMMIT's query, START to COMMIT, go as one compound
 // statement (BEGIN NOT ATOMIC … END), which MariaDB answers with one
 // packet instead of one a statement; the statement timeout then bounds
-// them together. On any other pool each statement is a round trip of its
+// them together. A transaction of which nothing went out before its
+// COMMIT (a create) is that one statement alone, its settings included:
+//
+//	SET STATEMENT innodb_lock_wait_timeout = 5, max_statement_time = 5 FOR
+//	BEGIN NOT ATOMIC SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+//	START TRANSACTION; …; COMMIT; END
+//
+// On any other pool each statement is a round trip of its
 // own, with the same results.
 package storemysql

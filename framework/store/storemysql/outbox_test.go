@@ -171,8 +171,8 @@ VALUES ('00000000-0000-4000-8000-000000000005', 'acme', 'thing.done', 'thing', '
 
 // TestASettledBatchCarriesOneMark: on a pool that batches, the deletes of
 // a settled batch go out with the COMMIT under one mark: settling five
-// events runs two SETs on the server (the begin, which carries the first
-// delete's mark, and the restore), not one a delete. A delete refused in the middle
+// events runs two SETs on the server (SET TRANSACTION and the first
+// delete's mark), not one a delete. A delete refused in the middle
 // of the batch is still read as the settle's (its wrap), nothing of the
 // batch is deleted, and the connection is kept.
 func TestASettledBatchCarriesOneMark(t *testing.T) {

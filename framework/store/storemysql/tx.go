@@ -21,21 +21,31 @@ import (
 // what the last transaction set: beginSQL saves the session's values in
 // user variables in the same statement, and restoreSQL puts them back
 // when the transaction ends, so that the application's own use of the
-// connection sees what it had. MariaDB's SET STATEMENT … FOR would bound
-// one statement, not a transaction.
+// connection sees what it had. MariaDB's SET STATEMENT … FOR bounds one
+// statement, not a transaction: only a transaction sent whole as one
+// compound statement takes its settings that way (see [batchTx.Finish]),
+// and needs no restore.
 
 // beginSQL is the one statement before START TRANSACTION. The SET list is
 // evaluated left to right, so the session's values are saved before they
-// change. innodb_lock_wait_timeout is in whole seconds: a lock timeout
-// below one second waits one second.
+// change.
 func beginSQL(lockTimeout, statementTimeout time.Duration) string {
-	lockSeconds := max(1, int64((lockTimeout+time.Second-1)/time.Second))
+	lockWait, statementTime := settings(lockTimeout, statementTimeout)
 	return "SET @retrysafe_lock_wait = @@session.innodb_lock_wait_timeout, " +
 		"@retrysafe_statement_time = @@session.max_statement_time, " +
 		"@retrysafe_isolation = @@session.tx_isolation, " +
-		"SESSION innodb_lock_wait_timeout = " + strconv.FormatInt(lockSeconds, 10) + ", " +
-		"SESSION max_statement_time = " + strconv.FormatFloat(max(statementTimeout, time.Millisecond).Seconds(), 'f', 6, 64) + ", " +
+		"SESSION innodb_lock_wait_timeout = " + lockWait + ", " +
+		"SESSION max_statement_time = " + statementTime + ", " +
 		"SESSION tx_isolation = 'READ-COMMITTED'"
+}
+
+// settings spells the lock wait timeout and the statement timeout as
+// innodb_lock_wait_timeout and max_statement_time take them.
+// innodb_lock_wait_timeout is in whole seconds: a lock timeout below one
+// second waits one second.
+func settings(lockTimeout, statementTimeout time.Duration) (lockWait, statementTime string) {
+	return strconv.FormatInt(max(1, int64((lockTimeout+time.Second-1)/time.Second)), 10),
+		strconv.FormatFloat(max(statementTimeout, time.Millisecond).Seconds(), 'f', 6, 64)
 }
 
 // restoreSQL puts back what beginSQL saved.

@@ -268,3 +268,96 @@ func TestNeighbouringInsertsDoNotWait(t *testing.T) {
 		t.Fatalf("%d rows of the READ COMMITTED inserts, %v", n, err)
 	}
 }
+
+// TestAWholeTransactionSetsItsSettingsForItselfAlone: a batched
+// transaction of which nothing went out before its COMMIT goes as one
+// statement that sets what it needs for itself alone (SET STATEMENT … FOR,
+// SET TRANSACTION), on a session whose own values differ from each. While
+// it waits for a row another transaction holds, InnoDB reports it READ
+// COMMITTED, not the session's SERIALIZABLE, and it commits once the row
+// is free; with the row held, it gives up at its own one-second lock
+// timeout, not the session's hour, rolls back, and the connection is
+// kept. After either, the session has its own values, and no transaction.
+func TestAWholeTransactionSetsItsSettingsForItselfAlone(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	c := conn(t, db)
+	ctx := context.Background()
+	if _, err := c.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 3600, SESSION max_statement_time = 0, SESSION tx_isolation = 'SERIALIZABLE'"); err != nil {
+		t.Fatal(err)
+	}
+	own := readSession(t, c)
+	var id int64
+	if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	hold := func() *storemysql.Tx {
+		holder, err := storemysql.Begin(ctx, conn(t, db), time.Second, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := holder.ExecContext(ctx, "UPDATE t SET v = v + 1 WHERE k = 1"); err != nil {
+			t.Fatal(err)
+		}
+		return holder
+	}
+	after := func(when string, want int) {
+		t.Helper()
+		var (
+			v    int
+			inTx bool
+		)
+		if err := c.QueryRowContext(ctx, "SELECT (SELECT v FROM t WHERE k = 1), @@in_transaction").Scan(&v, &inTx); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if v != want || inTx {
+			t.Fatalf("%s: v = %d, in a transaction %v; want %d and none", when, v, inTx, want)
+		}
+		if got := readSession(t, c); got != own {
+			t.Fatalf("%s: the session has %+v, want its own %+v", when, got, own)
+		}
+	}
+
+	holder := hold()
+	tx := storemysql.BeginBatch(c, time.Minute, 2*time.Minute)
+	tx.Queue("UPDATE t SET v = v + 10 WHERE k = 1", nil, nil)
+	done := make(chan error, 1)
+	go func() { done <- tx.Finish(ctx) }()
+	var level string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := db.QueryRowContext(ctx, "SELECT trx_isolation_level FROM information_schema.innodb_trx "+
+			"WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'", id).Scan(&level)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, sql.ErrNoRows) || time.Now().After(deadline) {
+			t.Fatalf("waiting to see the transaction wait for the row: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	holder.Abort(ctx)
+	if err := <-done; err != nil {
+		t.Fatalf("the transaction after the row was freed: %v", err)
+	}
+	if level != "READ COMMITTED" {
+		t.Fatalf("the waiting transaction ran %s, want READ COMMITTED", level)
+	}
+	after("after the commit", 10)
+
+	holder = hold()
+	defer holder.Abort(ctx)
+	tx = storemysql.BeginBatch(c, time.Second, 2*time.Minute)
+	tx.Queue("UPDATE t SET v = v + 100 WHERE k = 1", nil, nil)
+	bounded, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := tx.Finish(bounded); storemysql.KindOf(err) != storemysql.LockTimeout {
+		t.Fatalf("with the row held: %v (kind %v), want its own lock timeout", err, storemysql.KindOf(err))
+	}
+	holder.Abort(ctx)
+	var kept int64
+	if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&kept); err != nil || kept != id {
+		t.Fatalf("connection %d (%v) after a lock timeout, want %d kept", kept, err, id)
+	}
+	after("after the lock timeout", 10)
+}
