@@ -213,10 +213,11 @@ func (b *batchTx) failedAt(ctx context.Context, items []queued, base int64, err 
 // BEGIN NOT ATOMIC), the statements from the transaction's START (or the
 // first item, when the transaction began in an earlier round trip or
 // items begin with its SET TRANSACTION) to its COMMIT go inside one
-// compound statement, opening … END, when inCompound allows them all: MariaDB then answers them with one OK
-// packet, where a multi-statement query flushes one per statement (on a
-// create's query alone, MariaDB's CPU per create fell from about 360 to
-// 300 µs, and the framework's process reads three answers, not nine). The
+// compound statement, the opening … END, when inCompound allows them
+// all: MariaDB then answers them with one OK packet, where a
+// multi-statement query flushes one per statement (on a create's query
+// alone, MariaDB's CPU per create fell from about 360 to 300 µs, and the
+// framework's process read three answers, not nine; sent whole, one). The
 // marks read the same: a statement that fails ends the compound
 // statement with its error and leaves the transaction as it would have
 // left it alone (open, but after a deadlock or an implicit commit). The
@@ -229,7 +230,8 @@ func (b *batchTx) failedAt(ctx context.Context, items []queued, base int64, err 
 //
 // The begin's SET list assigns, instead of its own mark, that of the
 // first statement after START TRANSACTION when that one would need a SET
-// before it (a create's row): one statement fewer. The reading stays
+// before it: one statement fewer (a transaction sent whole has no begin's
+// SET, and its first write carries its own mark). The reading stays
 // exact, for a failure of the begin's SET or of the START leaves the
 // session in no transaction, which failedAt reads as unknown whatever
 // the mark, and a failure of the statement, raised before or while it
