@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/framework/store/storemysql"
 	"github.com/retrysafe/retrysafe/internal/testdb"
@@ -360,4 +362,41 @@ func TestAWholeTransactionSetsItsSettingsForItselfAlone(t *testing.T) {
 		t.Fatalf("connection %d (%v) after a lock timeout, want %d kept", kept, err, id)
 	}
 	after("after the lock timeout", 10)
+}
+
+// TestAWholeTransactionThatCannotBeginIsUnknown: on a session the
+// application left in a transaction of its own, a whole transaction's SET
+// TRANSACTION fails (1568) before its first write's mark: the failure is
+// read as unknown, not as that write's (its wrap is not applied), and the
+// connection is discarded, ending the application's transaction without
+// a commit; the write never ran.
+func TestAWholeTransactionThatCannotBeginIsUnknown(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	c := conn(t, db)
+	ctx := context.Background()
+	for _, q := range []string{"START TRANSACTION", "UPDATE t SET v = 5 WHERE k = 20"} {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tag := errors.New("the write")
+	tx := storemysql.BeginBatch(c, time.Second, time.Minute)
+	tx.Queue("UPDATE t SET v = 7 WHERE k = 1", nil, func(err error) error { return errors.Join(tag, err) })
+	err := tx.Finish(ctx)
+	var myErr *mysql.MySQLError
+	if !errors.As(err, &myErr) || myErr.Number != 1568 || errors.Is(err, tag) {
+		t.Fatalf("Finish = %v, want the server's 1568 read as unknown, without the write's wrap", err)
+	}
+	var one int
+	if err := c.QueryRowContext(ctx, "SELECT 1").Scan(&one); err == nil {
+		t.Fatal("the connection was kept after an unknown outcome")
+	}
+	var v1, v20 int
+	if err := db.QueryRowContext(ctx, "SELECT (SELECT v FROM t WHERE k = 1), (SELECT v FROM t WHERE k = 20)").Scan(&v1, &v20); err != nil {
+		t.Fatal(err)
+	}
+	if v1 != 0 || v20 != 0 {
+		t.Fatalf("v = %d (k 1) and %d (k 20), want 0 and 0: the write ran, or the application's transaction committed", v1, v20)
+	}
 }
