@@ -400,3 +400,46 @@ func TestAWholeTransactionThatCannotBeginIsUnknown(t *testing.T) {
 		t.Fatalf("v = %d (k 1) and %d (k 20), want 0 and 0: the write ran, or the application's transaction committed", v1, v20)
 	}
 }
+
+// TestAWholeTransactionIsBoundedByItsStatementTimeout: a whole
+// transaction waiting for a row another transaction holds, on a session
+// whose own statement time is unbounded and under a lock timeout of an
+// hour, is ended by its own statement timeout (error 1969, read as
+// unavailable: what ran is unknown), its connection discarded, and
+// nothing of it commits.
+func TestAWholeTransactionIsBoundedByItsStatementTimeout(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	c := conn(t, db)
+	ctx := context.Background()
+	if _, err := c.ExecContext(ctx, "SET SESSION max_statement_time = 0"); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := storemysql.Begin(ctx, conn(t, db), time.Second, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Abort(ctx)
+	if _, err := holder.ExecContext(ctx, "UPDATE t SET v = v + 1 WHERE k = 1"); err != nil {
+		t.Fatal(err)
+	}
+	tx := storemysql.BeginBatch(c, time.Hour, 200*time.Millisecond)
+	tx.Queue("UPDATE t SET v = v + 10 WHERE k = 20", nil, nil)
+	tx.Queue("UPDATE t SET v = v + 10 WHERE k = 1", nil, nil)
+	bounded, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err = tx.Finish(bounded)
+	var myErr *mysql.MySQLError
+	if !errors.As(err, &myErr) || myErr.Number != 1969 || storemysql.KindOf(err) != storemysql.Unavailable {
+		t.Fatalf("Finish with the row held = %v, want its own statement timeout (1969), unavailable", err)
+	}
+	holder.Abort(ctx)
+	var one int
+	if err := c.QueryRowContext(ctx, "SELECT 1").Scan(&one); err == nil {
+		t.Fatal("the connection was kept after an unknown outcome")
+	}
+	var sum int
+	if err := db.QueryRowContext(ctx, "SELECT SUM(v) FROM t").Scan(&sum); err != nil || sum != 0 {
+		t.Fatalf("sum of v = %d (%v), want 0: a write of the timed-out transaction committed", sum, err)
+	}
+}
