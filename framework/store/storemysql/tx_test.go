@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -328,15 +329,24 @@ func TestAWholeTransactionSetsItsSettingsForItselfAlone(t *testing.T) {
 	var level string
 	deadline := time.Now().Add(time.Minute)
 	for {
+		// InnoDB refills the snapshot that information_schema.innodb_trx
+		// reads only once nobody has read it for 100 ms (trx0i_s.cc,
+		// CACHE_MIN_IDLE_TIME_NS): a poll faster than that would read its
+		// first snapshot, taken before the wait, for ever.
+		time.Sleep(250 * time.Millisecond)
 		err := db.QueryRowContext(ctx, "SELECT trx_isolation_level FROM information_schema.innodb_trx "+
 			"WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'", id).Scan(&level)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, sql.ErrNoRows) || time.Now().After(deadline) {
-			t.Fatalf("waiting to see the transaction wait for the row: %v", err)
+		select {
+		case err := <-done:
+			t.Fatalf("the transaction ended (%v) before it was seen waiting for the row; %s", err, transactions(t, db))
+		default:
 		}
-		time.Sleep(10 * time.Millisecond)
+		if !errors.Is(err, sql.ErrNoRows) || time.Now().After(deadline) {
+			t.Fatalf("waiting to see the transaction of connection %d wait for the row: %v; %s", id, err, transactions(t, db))
+		}
 	}
 	holder.Abort(ctx)
 	if err := <-done; err != nil {
@@ -442,4 +452,29 @@ func TestAWholeTransactionIsBoundedByItsStatementTimeout(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT SUM(v) FROM t").Scan(&sum); err != nil || sum != 0 {
 		t.Fatalf("sum of v = %d (%v), want 0: a write of the timed-out transaction committed", sum, err)
 	}
+}
+
+// transactions describes InnoDB's transactions and the server's sessions,
+// for a failure's message.
+func transactions(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []string{
+		"SELECT CONCAT_WS(' ', trx_mysql_thread_id, trx_state, trx_isolation_level, IFNULL(trx_query, '-')) FROM information_schema.innodb_trx",
+		"SELECT CONCAT_WS(' ', id, IFNULL(db, '-'), command, IFNULL(state, '-'), IFNULL(LEFT(info, 200), '-')) FROM information_schema.processlist",
+	} {
+		rows, err := db.QueryContext(context.Background(), q)
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", q, err)
+			continue
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err == nil {
+				b.WriteString(line + "\n")
+			}
+		}
+		_ = rows.Close()
+	}
+	return b.String()
 }
