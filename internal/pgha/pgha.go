@@ -139,10 +139,20 @@ func Start(tb testing.TB, cfg Config) *Formation {
 			// The standby copies these with its base backup.
 			// pg_auto_failover sizes shared_buffers for a dedicated
 			// machine (a quarter of its memory): too much for a test.
+			// A demoted primary that pg_rewind cannot rewind (after
+			// SIGKILL it needs crash recovery, which pg_rewind's
+			// single-user run refuses beside pg_autoctl's
+			// standby.signal) is rebuilt with pg_basebackup, which
+			// waits for a spread checkpoint: paced to
+			// checkpoint_completion_target × checkpoint_timeout, up to
+			// 4.5 minutes by default with the buffers a load leaves
+			// dirty. Unpaced, it takes what writing them takes (fsync
+			// is off).
 			f.appendConf(n.pgdata, map[string]string{
-				"shared_buffers":  "'64MB'",
-				"fsync":           "off",
-				"max_connections": "200",
+				"shared_buffers":               "'64MB'",
+				"fsync":                        "off",
+				"max_connections":              "200",
+				"checkpoint_completion_target": "0",
 			})
 		}
 		f.start(n)
