@@ -591,13 +591,13 @@ func (b *batchTx) Finish(ctx context.Context) error {
 // transaction alone (tx_isolation cannot be set by SET STATEMENT), which
 // START TRANSACTION begins: the session is left as it was, with no SET
 // list to save it and no restore, and MariaDB answers one statement where
-// the begin's SET, the compound statement and the restore are three (on
-// a create's query alone, MariaDB's CPU per create fell from about 300 to
-// 280 µs). The first write carries its own mark, for a failure of SET
-// TRANSACTION or START, which would leave the mark an earlier batch's, is
-// then read as unknown. A failure after START leaves the transaction as
-// a compound statement does (see joinBatch): Abort rolls it back, which
-// also ends the one-shot isolation if START never ran.
+// the begin's SET, the compound statement and the restore are three (in
+// the bench, MariaDB's CPU per create fell from 363 to 335 µs). The first
+// write carries its own mark, so that a failure of SET TRANSACTION or
+// START, which leaves the mark an earlier batch's, reads as unknown: the
+// connection is discarded, with whatever SET TRANSACTION left pending. A
+// failure after START leaves the transaction as a compound statement does
+// (see joinBatch), and Abort rolls it back.
 func (b *batchTx) whole() ([]queued, string) {
 	if b.sent || len(b.queue) < 2 || b.queue[0].mark != markBegin {
 		return nil, ""
