@@ -46,6 +46,21 @@ func conn(t *testing.T, db *sql.DB) *sql.Conn {
 	return c
 }
 
+// holdRow1 begins a transaction on a connection of its own that updates
+// row 1 of t (v + 1) and so holds its lock until the caller ends it.
+func holdRow1(t *testing.T, db *sql.DB) *storemysql.Tx {
+	t.Helper()
+	ctx := context.Background()
+	holder, err := storemysql.Begin(ctx, conn(t, db), time.Second, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.ExecContext(ctx, "UPDATE t SET v = v + 1 WHERE k = 1"); err != nil {
+		t.Fatal(err)
+	}
+	return holder
+}
+
 type session struct {
 	LockWait  int64
 	Statement float64
@@ -112,14 +127,8 @@ func TestLockWaitIsALockTimeout(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
 	ctx := context.Background()
-	holder, err := storemysql.Begin(ctx, conn(t, db), time.Second, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder := holdRow1(t, db)
 	defer holder.Abort(ctx)
-	if _, err := holder.ExecContext(ctx, "UPDATE t SET v = 1 WHERE k = 1"); err != nil {
-		t.Fatal(err)
-	}
 	waiter, err := storemysql.Begin(ctx, conn(t, db), time.Second, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -294,16 +303,6 @@ func TestAWholeTransactionSetsItsSettingsForItselfAlone(t *testing.T) {
 	if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	hold := func() *storemysql.Tx {
-		holder, err := storemysql.Begin(ctx, conn(t, db), time.Second, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := holder.ExecContext(ctx, "UPDATE t SET v = v + 1 WHERE k = 1"); err != nil {
-			t.Fatal(err)
-		}
-		return holder
-	}
 	after := func(when string, want int) {
 		t.Helper()
 		var (
@@ -321,7 +320,7 @@ func TestAWholeTransactionSetsItsSettingsForItselfAlone(t *testing.T) {
 		}
 	}
 
-	holder := hold()
+	holder := holdRow1(t, db)
 	tx := storemysql.BeginBatch(c, time.Minute, 2*time.Minute)
 	tx.Queue("UPDATE t SET v = v + 10 WHERE k = 1", nil, nil)
 	done := make(chan error, 1)
@@ -357,7 +356,7 @@ func TestAWholeTransactionSetsItsSettingsForItselfAlone(t *testing.T) {
 	}
 	after("after the commit", 10)
 
-	holder = hold()
+	holder = holdRow1(t, db)
 	defer holder.Abort(ctx)
 	tx = storemysql.BeginBatch(c, time.Second, 2*time.Minute)
 	tx.Queue("UPDATE t SET v = v + 100 WHERE k = 1", nil, nil)
@@ -425,20 +424,14 @@ func TestAWholeTransactionIsBoundedByItsStatementTimeout(t *testing.T) {
 	if _, err := c.ExecContext(ctx, "SET SESSION max_statement_time = 0"); err != nil {
 		t.Fatal(err)
 	}
-	holder, err := storemysql.Begin(ctx, conn(t, db), time.Second, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder := holdRow1(t, db)
 	defer holder.Abort(ctx)
-	if _, err := holder.ExecContext(ctx, "UPDATE t SET v = v + 1 WHERE k = 1"); err != nil {
-		t.Fatal(err)
-	}
 	tx := storemysql.BeginBatch(c, time.Hour, 200*time.Millisecond)
 	tx.Queue("UPDATE t SET v = v + 10 WHERE k = 20", nil, nil)
 	tx.Queue("UPDATE t SET v = v + 10 WHERE k = 1", nil, nil)
 	bounded, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	err = tx.Finish(bounded)
+	err := tx.Finish(bounded)
 	var myErr *mysql.MySQLError
 	if !errors.As(err, &myErr) || myErr.Number != 1969 || storemysql.KindOf(err) != storemysql.Unavailable {
 		t.Fatalf("Finish with the row held = %v, want its own statement timeout (1969), unavailable", err)
