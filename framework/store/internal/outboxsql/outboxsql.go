@@ -23,14 +23,15 @@ import (
 // the claim locks, ClaimHead + ClaimTail where it is a plain read. Named
 // parameters: @now, @limit.
 //
-// The candidates are the pending events due at @now (oldest first, at
-// most @limit): an event never tried is always due, whatever the writer's
-// clock said, and a refused one is due at its available_at on the relay's
-// clock. Events behind an earlier one of their aggregate that waits out a
-// backoff are not candidates at all, so they never fill a batch and starve
-// other aggregates. The candidates are locked by the clause, and the query
-// keeps those that have no earlier pending event of their aggregate
-// outside the claimed set: a claim always starts at an aggregate's
+// The candidates ([Candidates]) are the pending events due at @now
+// (oldest first, at most @limit): an event never tried is always due,
+// whatever the writer's clock said, and a refused one is due at its
+// available_at on the relay's clock. Events behind an earlier one of their
+// aggregate that waits out a backoff are not candidates at all, so they
+// never fill a batch and starve other aggregates. The candidates are
+// locked by the clause, and the query keeps those that have no earlier
+// pending event of their aggregate outside the claimed set
+// ([NoEarlierPendingHead]): a claim always starts at an aggregate's
 // earliest pending event, so a later event is never published before an
 // earlier one, whoever holds the earlier one. Locked FOR UPDATE SKIP
 // LOCKED, concurrent relays claim disjoint sets; an aggregate whose head
@@ -42,34 +43,55 @@ import (
 // (tenant, type, ID, seq) index meet no published rows.
 //
 // The candidates' rows come out of the CTE as locked (FOR UPDATE returns a
-// row's latest version), not read again by their key. The look for an
-// earlier event is a scalar subquery rather than NOT EXISTS: it cannot be
-// turned into a join, so it always probes the aggregate's index, even on a
-// table the planner has no statistics for yet (an anti-join planned for
-// one row scanned the whole outbox per claimed event).
+// row's latest version), not read again by their key.
 const (
 	ClaimHead = `WITH claimed AS (
   SELECT o.* FROM outbox_events o
-  WHERE parked_at IS NULL AND (attempts = 0 OR available_at <= @now)
-    AND (
+  WHERE ` + Candidates + `
+  ORDER BY position LIMIT @limit `
+	ClaimTail = `
+)
+SELECT c.* FROM claimed c
+WHERE ` + NoEarlierPendingHead + `SELECT position FROM claimed` + NoEarlierPendingTail + `
+ORDER BY c.position`
+)
+
+// Candidates is the condition on an outbox_events row o that makes it a
+// candidate of a claim due at @now: pending, due, and behind no earlier
+// event of its aggregate that waits out a backoff.
+//
+// The look for an earlier event, here and in [NoEarlierPendingHead], is a
+// scalar subquery rather than NOT EXISTS: it cannot be turned into a
+// join, so it always probes the aggregate's index, even on a table the
+// planner has no statistics for yet (an anti-join planned for one row
+// scanned the whole outbox per claimed event). An aggregate's first event
+// (seq 1: numbers start at 1, whether the counter or the position gives
+// them) has no earlier one, so neither look runs for it: OR's arms are
+// evaluated in order up to the first true (EXPLAIN ANALYZE shows the looks
+// run for the later events alone, on PostgreSQL and on MariaDB). The event
+// a create emits is its aggregate's first, and the looks were about a
+// quarter of the claim's cost on MariaDB.
+const Candidates = `o.parked_at IS NULL AND (o.attempts = 0 OR o.available_at <= @now)
+    AND (o.seq = 1 OR (
       SELECT q.seq FROM outbox_events q
       WHERE q.tenant_id = o.tenant_id AND q.aggregate_type = o.aggregate_type AND q.aggregate_id = o.aggregate_id
         AND q.seq < o.seq AND q.parked_at IS NULL
         AND q.attempts > 0 AND q.available_at > @now
       LIMIT 1
-    ) IS NULL
-  ORDER BY position LIMIT @limit `
-	ClaimTail = `
-)
-SELECT c.* FROM claimed c
-WHERE (
+    ) IS NULL)`
+
+// NoEarlierPendingHead and NoEarlierPendingTail are, around a query of the
+// claimed positions, the condition on a claimed row c that no pending
+// event of its aggregate before it is left out of the claimed set.
+const (
+	NoEarlierPendingHead = `c.seq = 1 OR (
   SELECT p.seq FROM outbox_events p
   WHERE p.tenant_id = c.tenant_id AND p.aggregate_type = c.aggregate_type AND p.aggregate_id = c.aggregate_id
     AND p.seq < c.seq AND p.parked_at IS NULL
-    AND p.position NOT IN (SELECT position FROM claimed)
+    AND p.position NOT IN (`
+	NoEarlierPendingTail = `)
   LIMIT 1
-) IS NULL
-ORDER BY c.position`
+) IS NULL`
 )
 
 // KeepPublishedSQL is the move of published events to outbox_published,
