@@ -465,20 +465,6 @@ func (b *batchTx) Queue(sql string, args []any, wrap func(error) error) {
 	b.queue = append(b.queue, queued{sql: sql, args: args, wrap: wrap, rows: mayReturnRows(sql)})
 }
 
-// queueEach queues sql once for each of args, statements alike whose
-// failure is one (the deletes of a settled batch): the first carries a
-// mark and the others none, so that a failure of any is read as the
-// first's, with the same wrap, and the query holds no SET for the rest.
-func (b *batchTx) queueEach(sql string, args [][]any, wrap func(error) error) {
-	for i, a := range args {
-		q := queued{sql: sql, args: a, wrap: wrap}
-		if i > 0 {
-			q.mark = markNone
-		}
-		b.queue = append(b.queue, q)
-	}
-}
-
 // mayReturnRows reports whether sql may return rows: it reads, or it
 // writes with RETURNING.
 func mayReturnRows(sql string) bool {

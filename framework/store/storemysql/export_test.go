@@ -35,4 +35,7 @@ func KindOf(err error) Kind { return kindOf(err) }
 
 func CheckVersion(v string) error { return checkVersion(v) }
 
-const ClaimSQL = claimSQL
+const (
+	LockSQL = lockSQL
+	ReadSQL = readSQL
+)

@@ -21,13 +21,13 @@ import (
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
-// TestTheClaimRunsWithoutTheSubqueryCache: the relay's claim turns off
-// MariaDB's subquery cache for itself alone. The plan of the statement
-// the driver sends has no expression cache, where the same claim without
-// the setting caches each correlated look for an earlier event of the
-// aggregate; the session's optimizer_switch is unchanged after it. What
-// the claim claims is the contract suite's (TestContract,
-// TestContractBatched).
+// TestTheClaimRunsWithoutTheSubqueryCache: both statements of the relay's
+// claim turn off MariaDB's subquery cache for themselves alone. The plan
+// of each statement the driver sends has no expression cache, where the
+// same statement without the setting caches each correlated look for an
+// earlier event of the aggregate; the session's optimizer_switch is
+// unchanged after it. What the claim claims is the contract suite's
+// (TestContract, TestContractBatched).
 func TestTheClaimRunsWithoutTheSubqueryCache(t *testing.T) {
 	testdb.MySQL(t)
 	t.Parallel()
@@ -41,24 +41,31 @@ func TestTheClaimRunsWithoutTheSubqueryCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	const prefix = "SET STATEMENT optimizer_switch = 'subquery_cache=off' FOR "
-	claim, ok := strings.CutPrefix(storemysql.ClaimSQL, prefix)
-	if !ok {
-		t.Fatalf("the claim does not start with %q", prefix)
-	}
-	args := map[string]any{"now": time.Now().UTC(), "limit": 100}
-	plan := func(sql string) string {
-		t.Helper()
-		var p string
-		if err := db.Gorm.Raw(sql, args).Row().Scan(&p); err != nil {
-			t.Fatal(err)
+	for _, c := range []struct {
+		sql  string
+		args map[string]any
+	}{
+		{storemysql.LockSQL, map[string]any{"now": time.Now().UTC(), "limit": 100}},
+		{storemysql.ReadSQL, map[string]any{"claimed": "[1, 2]"}},
+	} {
+		claim, ok := strings.CutPrefix(c.sql, prefix)
+		if !ok {
+			t.Fatalf("the claim's statement does not start with %q:\n%s", prefix, c.sql)
 		}
-		return p
-	}
-	if p := plan("EXPLAIN FORMAT=JSON " + claim); !strings.Contains(p, "expression_cache") {
-		t.Fatalf("the claim without the setting caches no subquery on this server; the setting may go:\n%s", p)
-	}
-	if p := plan(prefix + "EXPLAIN FORMAT=JSON " + claim); strings.Contains(p, "expression_cache") || !strings.Contains(p, "outbox_events") {
-		t.Fatalf("the driver's claim plans a subquery cache:\n%s", p)
+		plan := func(sql string) string {
+			t.Helper()
+			var p string
+			if err := db.Gorm.Raw(sql, c.args).Row().Scan(&p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		if p := plan("EXPLAIN FORMAT=JSON " + claim); !strings.Contains(p, "expression_cache") {
+			t.Fatalf("the statement without the setting caches no subquery on this server; the setting may go:\n%s\n%s", claim, p)
+		}
+		if p := plan(prefix + "EXPLAIN FORMAT=JSON " + claim); strings.Contains(p, "expression_cache") || !strings.Contains(p, "outbox_events") {
+			t.Fatalf("the driver's statement plans a subquery cache:\n%s", p)
+		}
 	}
 	var switches string
 	if err := db.Gorm.Raw("SELECT @@session.optimizer_switch").Row().Scan(&switches); err != nil {
@@ -69,24 +76,56 @@ func TestTheClaimRunsWithoutTheSubqueryCache(t *testing.T) {
 	}
 }
 
+// relayStore opens an application's handle with the DSN parameters
+// params on a new database, migrates it, and serves it with a lock
+// timeout of a second.
+func relayStore(t *testing.T, params string) (*store.DB, *gorm.DB, *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	gdb := ownGorm(t, params)
+	pool, err := gdb.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Up(ctx, pool, "mysql"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.New(ctx, gdb, store.Config{LockTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, gdb, pool
+}
+
 // writeEvents writes n events of n aggregates, one Write each, and
 // returns their positions.
 func writeEvents(t *testing.T, db *store.DB, gdb *gorm.DB, now time.Time, n int) []int64 {
 	t.Helper()
+	aggregates := make([]string, n)
+	for i := range aggregates {
+		aggregates[i] = fmt.Sprint(i + 1)
+	}
+	return writeEventsOf(t, db, gdb, now, aggregates...)
+}
+
+// writeEventsOf writes an event of each of aggregates, in order, one
+// Write each, and returns their positions.
+func writeEventsOf(t *testing.T, db *store.DB, gdb *gorm.DB, now time.Time, aggregates ...string) []int64 {
+	t.Helper()
 	ctx := context.Background()
-	for i := range n {
+	for i, agg := range aggregates {
 		if err := db.Write(ctx, func(tx *gorm.DB) error {
 			_, err := db.Driver.Outbox().Write(ctx, tx, store.OutboxWriteParams{Events: []store.OutboxWriteEvent{{
 				ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i+1), Tenant: "acme", Type: "thing.done",
-				AggregateType: "thing", AggregateID: fmt.Sprint(i + 1), Payload: `{}`, Headers: `{}`, CreatedAt: now}}})
+				AggregateType: "thing", AggregateID: agg, Payload: `{}`, Headers: `{}`, CreatedAt: now}}})
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	positions := eventPositions(t, gdb)
-	if len(positions) != n {
-		t.Fatalf("positions %v after writing %d events", positions, n)
+	if len(positions) != len(aggregates) {
+		t.Fatalf("positions %v after writing %d events", positions, len(aggregates))
 	}
 	return positions
 }
@@ -121,18 +160,7 @@ func TestSettlingWaitsForNoOtherEvent(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			gdb := ownGorm(t, c.params)
-			pool, err := gdb.DB()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := migrations.Up(ctx, pool, "mysql"); err != nil {
-				t.Fatal(err)
-			}
-			db, err := store.New(ctx, gdb, store.Config{LockTimeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
+			db, gdb, pool := relayStore(t, c.params)
 			now := time.Now().UTC().Truncate(time.Microsecond)
 			positions := writeEvents(t, db, gdb, now, 4)
 			// Another relay holds the fourth event; a writer has inserted a
@@ -169,13 +197,14 @@ VALUES ('00000000-0000-4000-8000-000000000005', 'acme', 'thing.done', 'thing', '
 	}
 }
 
-// TestASettledBatchCarriesOneMark: on a pool that batches, the deletes of
-// a settled batch go out with the COMMIT under one mark: settling five
-// events runs two SETs on the server (SET TRANSACTION and the first
-// delete's mark), not one a delete. A delete refused in the middle
-// of the batch is still read as the settle's (its wrap), nothing of the
-// batch is deleted, and the connection is kept.
-func TestASettledBatchCarriesOneMark(t *testing.T) {
+// TestASettledBatchIsOneDelete: on a pool that batches, a settled batch
+// is one DELETE, sent with the COMMIT under one mark: settling five
+// events runs one DELETE on the server and two SETs (SET TRANSACTION and
+// the delete's mark), not a statement an event. A delete refused in the
+// middle of the batch (a trigger on the third event) is read as the
+// settle's (its wrap), nothing of the batch is deleted, and the
+// connection is kept.
+func TestASettledBatchIsOneDelete(t *testing.T) {
 	testdb.MySQL(t)
 	t.Parallel()
 	ctx := context.Background()
@@ -212,14 +241,119 @@ IF OLD.position = %d THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused'; 
 	if err := gdb.Exec("DROP TRIGGER refuse_third").Error; err != nil {
 		t.Fatal(err)
 	}
+	deletes := func() int64 {
+		t.Helper()
+		var n int64
+		if err := gdb.Raw(`SELECT SUM(VARIABLE_VALUE) FROM information_schema.SESSION_STATUS
+WHERE VARIABLE_NAME IN ('COM_DELETE', 'COM_DELETE_MULTI')`).Row().Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	_, before := session()
+	deletesBefore := deletes()
 	if err := settle(positions); err != nil {
 		t.Fatal(err)
 	}
 	if _, after := session(); after-before != 2 {
 		t.Fatalf("settling five events ran %d SETs, want 2", after-before)
 	}
+	if n := deletes() - deletesBefore; n != 1 {
+		t.Fatalf("settling five events ran %d DELETEs, want 1", n)
+	}
 	if err := gdb.Table("outbox_events").Count(&n).Error; err != nil || n != 0 {
 		t.Fatalf("%d events (%v) after the settle, want 0", n, err)
+	}
+}
+
+// TestAClaimLooksForEarlierEventsOnceItsLocksAreHeld: the claim's look for
+// an earlier pending event of a claimed event's aggregate reads the
+// outbox as it is once the claim's locks are held, not as it was before
+// them. Aggregate A has events a1 and a2, B has b1; another relay holds
+// a1 while the claim locks its candidates (a2 and b1), and is paused
+// (a gorm callback on the application's handle) before it reads them:
+//   - the other relay publishes a1 meanwhile: a2 is claimed with b1, its
+//     aggregate's earliest pending event now;
+//   - the other relay rolls back meanwhile: a1 is pending again and
+//     outside the claim, so a2 is left out and b1 claimed alone.
+func TestAClaimLooksForEarlierEventsOnceItsLocksAreHeld(t *testing.T) {
+	testdb.MySQL(t)
+	t.Parallel()
+	for _, c := range []struct {
+		name      string
+		published bool
+		want      []string
+	}{
+		{"the earlier event published meanwhile", true, []string{"A/2", "B/1"}},
+		{"the earlier event released meanwhile", false, []string{"B/1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db, gdb, pool := relayStore(t, "parseTime=true&charset=utf8mb4&multiStatements=true&interpolateParams=true")
+			now := time.Now().UTC().Truncate(time.Microsecond)
+			a1 := writeEventsOf(t, db, gdb, now, "A", "A", "B")[0]
+			other, err := pool.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = other.Rollback() })
+			if _, err := other.ExecContext(ctx, "SELECT position FROM outbox_events WHERE position = ? FOR UPDATE", a1); err != nil {
+				t.Fatal(err)
+			}
+			// The claim stops before its read, its locks held, until the
+			// other relay has finished.
+			paused, resume := make(chan struct{}), make(chan struct{})
+			var once atomic.Bool
+			if err := gdb.Callback().Query().Before("gorm:query").Register("test:pause_before_read", func(tx *gorm.DB) {
+				if strings.Contains(tx.Statement.SQL.String(), "JSON_TABLE") && once.CompareAndSwap(false, true) {
+					close(paused)
+					<-resume
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			type claimed struct {
+				rows []store.OutboxEventRow
+				err  error
+			}
+			done := make(chan claimed, 1)
+			go func() {
+				var got claimed
+				got.err = db.Write(ctx, func(tx *gorm.DB) error {
+					var err error
+					got.rows, err = db.Driver.Outbox().Claim(ctx, tx, store.OutboxClaimParams{Now: now, Limit: 10})
+					return err
+				})
+				done <- got
+			}()
+			select {
+			case <-paused:
+			case got := <-done:
+				t.Fatalf("the claim ended (%d rows, %v) without a read of its locked rows", len(got.rows), got.err)
+			}
+			if c.published {
+				if _, err := other.ExecContext(ctx, "DELETE FROM outbox_events WHERE position = ?", a1); err != nil {
+					t.Fatal(err)
+				}
+				if err := other.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := other.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			close(resume)
+			got := <-done
+			if got.err != nil {
+				t.Fatal(got.err)
+			}
+			var events []string
+			for _, r := range got.rows {
+				events = append(events, fmt.Sprintf("%s/%d", r.AggregateID, r.Seq))
+			}
+			if !slices.Equal(events, c.want) {
+				t.Fatalf("claimed %v, want %v", events, c.want)
+			}
+		})
 	}
 }
