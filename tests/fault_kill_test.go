@@ -60,12 +60,24 @@ func chargedNotRecorded(db *gorm.DB) int64 {
 // key or ID until a final answer; other clients send payments once and give
 // up. Expect: no duplicate charge, every 201 backed by a committed row, and,
 // once the recovery worker ran, no record left in_progress or unknown and
-// every charge recorded by its payment.
+// every charge recorded by its payment. On each server configured
+// (PostgreSQL, MariaDB).
 func TestFaultAPIKilled(t *testing.T) {
 	t.Parallel()
-	dsn := testdb.New(t, "postgres") // skips without TEST_DATABASE_URL
+	servers := testdb.Servers(t)
+	bin := demoproc.Build(t)
+	for _, server := range servers {
+		t.Run(server, func(t *testing.T) {
+			t.Parallel()
+			apiKilled(t, bin, testdb.New(t, server))
+		})
+	}
+}
+
+// apiKilled is TestFaultAPIKilled on the database dsn.
+func apiKilled(t *testing.T, bin, dsn string) {
 	n := faultScale(150, 600)
-	proc := demoproc.Start(t, demoproc.Config{Bin: demoproc.Build(t), DSN: dsn,
+	proc := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn,
 		Args: append([]string{"-lease", "2s", "-recovery-interval", "200ms", "-pause-at", "after_charge=100ms"}, keepEvents...)})
 	base := proc.URL()
 	db := openStore(t, dsn)
@@ -130,6 +142,11 @@ func TestFaultAPIKilled(t *testing.T) {
 	abandon.Wait()
 
 	w.wantFinals(t, finals)
+	// A restarted binary answers 503 (Retry-After) until it is connected;
+	// nothing answers any other 5xx.
+	if got := tally.count(500, 502) + tally.count(504, 599); got != 0 {
+		t.Fatalf("5xx answers other than 503: %d (%s)", got, tally)
+	}
 	if inWindow == 0 {
 		t.Fatalf("none of %d SIGKILLs landed between a charge and its recording", kills)
 	}

@@ -56,25 +56,28 @@ func sameRequestAtOnce(t *testing.T, w *workload, copies int, dsn string, bases 
 	return tally
 }
 
-// TestFaultSeveralProcesses runs 2 and 4 demo processes on one PostgreSQL
-// and sends each operation (PUT orders, payments, transfers) 8 times at
-// once, spread over the processes: exactly one effect each.
+// TestFaultSeveralProcesses runs 2 and 4 demo processes on one database,
+// on each server configured (PostgreSQL, MariaDB), and sends each
+// operation (PUT orders, payments, transfers) 8 times at once, spread over
+// the processes: exactly one effect each.
 func TestFaultSeveralProcesses(t *testing.T) {
 	t.Parallel()
-	testdb.Postgres(t)
+	servers := testdb.Servers(t)
 	bin := demoproc.Build(t)
-	for _, procs := range []int{2, 4} {
-		t.Run(fmt.Sprintf("%d processes", procs), func(t *testing.T) {
-			t.Parallel()
-			dsn := testdb.New(t, "postgres")
-			var bases []string
-			for range procs {
-				bases = append(bases, demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: keepEvents}).URL())
-			}
-			n := faultScale(30, 150)
-			tally := sameRequestAtOnce(t, newWorkload(n, fmt.Sprintf("procs%d", procs), uint64(procs)), 8, dsn, bases...)
-			t.Logf("%d processes: %d operations x 8 concurrent copies; %s; 0 duplicates", procs, n, tally)
-		})
+	for _, server := range servers {
+		for _, procs := range []int{2, 4} {
+			t.Run(fmt.Sprintf("%s, %d processes", server, procs), func(t *testing.T) {
+				t.Parallel()
+				dsn := testdb.New(t, server)
+				var bases []string
+				for range procs {
+					bases = append(bases, demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: keepEvents}).URL())
+				}
+				n := faultScale(30, 150)
+				tally := sameRequestAtOnce(t, newWorkload(n, fmt.Sprintf("procs%d", procs), uint64(procs)), 8, dsn, bases...)
+				t.Logf("%s, %d processes: %d operations x 8 concurrent copies; %s; 0 duplicates", server, procs, n, tally)
+			})
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"database/sql"
 	"fmt"
 	"net/http"
 	"sync"
@@ -9,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" to watch the records
-
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/demoproc"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
 // TestStallPastLeaseChargesOnce is the double charge of a stalled attempt
 // (fault suite: stall past the lease). Two demo processes share one
-// PostgreSQL schema with a 2 s lease; a test-only fail point of the demo
+// database, on each server configured (PostgreSQL, MariaDB), with a 2 s
+// lease; a test-only fail point of the demo
 // holds every attempt right after the transaction that claimed its key or
 // took its record over (after_claim). For a payment, which claims its key
 // in its first phase, that transaction also committed the pending payment
@@ -32,8 +31,19 @@ import (
 // (a long interval), so that the retries make the takeovers.
 func TestStallPastLeaseChargesOnce(t *testing.T) {
 	t.Parallel()
-	dsn := testdb.New(t, "postgres") // skips without TEST_DATABASE_URL
+	servers := testdb.Servers(t)
 	bin := buildDemo(t)
+	for _, server := range servers {
+		t.Run(server, func(t *testing.T) {
+			t.Parallel()
+			stallPastLeaseChargesOnce(t, bin, testdb.New(t, server))
+		})
+	}
+}
+
+// stallPastLeaseChargesOnce is TestStallPastLeaseChargesOnce on the
+// database dsn.
+func stallPastLeaseChargesOnce(t *testing.T, bin, dsn string) {
 	const n = 8
 	args := []string{"-lease=2s", "-recovery-interval=1h"}
 	// A holds its attempts 10 s, long enough for a loaded machine to see
@@ -44,7 +54,7 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 		Args: append(args, "-pause-at=after_claim=10s", "-request-deadline=1m", "-write-timeout=2m")})
 	b := demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: append(args, "-pause-at=after_claim=1s")})
 
-	db, err := sql.Open("pgx", dsn)
+	db, err := store.Open(t.Context(), dsn, store.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +62,7 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 	count := func(query string) int {
 		t.Helper()
 		var c int
-		if err := db.QueryRow(query).Scan(&c); err != nil {
+		if err := db.Gorm.Raw(query).Row().Scan(&c); err != nil {
 			t.Fatalf("%s: %v", query, err)
 		}
 		return c
@@ -99,7 +109,7 @@ func TestStallPastLeaseChargesOnce(t *testing.T) {
 		t.Fatalf("pending payments when A stopped = %d, want %d: the claim did not commit with the first phase", c, n)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for count("SELECT count(*) FROM idempotency_records WHERE locked_until < statement_timestamp()") != n {
+	for count("SELECT count(*) FROM idempotency_records WHERE locked_until < "+db.Driver.Now()) != n {
 		if time.Now().After(deadline) {
 			t.Fatal("the stalled attempts' leases did not run out")
 		}

@@ -16,13 +16,25 @@ import (
 )
 
 // TestTwoProcessesCreateOneOrder splits 40 concurrent identical PUTs of a
-// new order between two demo processes on one PostgreSQL schema: the
-// (tenant_id, id) primary key is shared, so exactly one row and one
-// order.created event exist, and every answer is the same 201.
+// new order between two demo processes on one database, on each server
+// configured (PostgreSQL, MariaDB): the (tenant_id, id) primary key is
+// shared, so exactly one row and one order.created event exist, and every
+// answer is the same 201.
 func TestTwoProcessesCreateOneOrder(t *testing.T) {
 	t.Parallel()
-	dsn := testdb.New(t, "postgres") // skips without TEST_DATABASE_URL
+	servers := testdb.Servers(t)
 	bin := buildDemo(t)
+	for _, server := range servers {
+		t.Run(server, func(t *testing.T) {
+			t.Parallel()
+			twoProcessesCreateOneOrder(t, bin, testdb.New(t, server))
+		})
+	}
+}
+
+// twoProcessesCreateOneOrder is TestTwoProcessesCreateOneOrder on the
+// database dsn.
+func twoProcessesCreateOneOrder(t *testing.T, bin, dsn string) {
 	bases := []string{demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: keepEvents}).URL(),
 		demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn, Args: keepEvents}).URL()}
 

@@ -23,14 +23,26 @@ func startDemo(t *testing.T, bin, dsn string) string {
 	return demoproc.Start(t, demoproc.Config{Bin: bin, DSN: dsn}).URL()
 }
 
-// TestTwoProcessesChargeOnce runs two demo processes on one PostgreSQL
-// schema and splits concurrent same-key payments between them: the record's
-// primary key and the sandbox's unique downstream key are shared, so
-// exactly one payment executes and one charge exists.
+// TestTwoProcessesChargeOnce runs two demo processes on one database, on
+// each server configured (PostgreSQL, MariaDB), and splits concurrent
+// same-key payments between them: the record's primary key and the
+// sandbox's unique downstream key are shared, so exactly one payment
+// executes and one charge exists.
 func TestTwoProcessesChargeOnce(t *testing.T) {
 	t.Parallel()
-	dsn := testdb.New(t, "postgres") // skips without TEST_DATABASE_URL
+	servers := testdb.Servers(t)
 	bin := buildDemo(t)
+	for _, server := range servers {
+		t.Run(server, func(t *testing.T) {
+			t.Parallel()
+			twoProcessesChargeOnce(t, bin, testdb.New(t, server))
+		})
+	}
+}
+
+// twoProcessesChargeOnce is TestTwoProcessesChargeOnce on the database
+// dsn.
+func twoProcessesChargeOnce(t *testing.T, bin, dsn string) {
 	a := startDemo(t, bin, dsn)
 	b := startDemo(t, bin, dsn)
 

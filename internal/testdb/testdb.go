@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -45,6 +46,19 @@ func Dialects() []string {
 		dialects = append(dialects, "mysql")
 	}
 	return dialects
+}
+
+// Servers returns the database servers to test on, "postgres" when
+// TEST_DATABASE_URL is set and "mysql" when TEST_MYSQL_URL is set, for the
+// tests that need one (several processes on one database), skipping the
+// test when neither is.
+func Servers(tb testing.TB) []string {
+	tb.Helper()
+	servers := slices.DeleteFunc(Dialects(), func(d string) bool { return d == "sqlite" })
+	if len(servers) == 0 {
+		tb.Skip(EnvURL + " and " + EnvMySQLURL + " are not set")
+	}
+	return servers
 }
 
 // Run runs fn as a parallel subtest per dialect, each with a new database.
