@@ -39,14 +39,24 @@ func (p *tcpProxy) restore(t *testing.T) {
 	}
 }
 
-// TestDatabaseOutageIs503 cuts the connection between the API and
-// PostgreSQL: every request of either pattern answers 503 unavailable
-// (never a made-up success, a retry of bytes the replay caches hold
-// included), and once the database is back nothing
-// half-written is there and the same IDs and keys execute once.
+// TestDatabaseOutageIs503 cuts the connection between the API and its
+// database, on each server configured (PostgreSQL, MariaDB): every request
+// of either pattern answers 503 unavailable (never a made-up success, a
+// retry of bytes the replay caches hold included), and once the database
+// is back nothing half-written is there and the same IDs and keys execute
+// once.
 func TestDatabaseOutageIs503(t *testing.T) {
 	t.Parallel()
-	dsn := testdb.New(t, "postgres")
+	for _, server := range testdb.Servers(t) {
+		t.Run(server, func(t *testing.T) {
+			t.Parallel()
+			databaseOutageIs503(t, testdb.New(t, server))
+		})
+	}
+}
+
+// databaseOutageIs503 is TestDatabaseOutageIs503 on the database dsn.
+func databaseOutageIs503(t *testing.T, dsn string) {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -15,13 +15,24 @@ import (
 )
 
 // TestSilentPartitionIs503WithinTheDeadline puts a silent partition between
-// the API and PostgreSQL: requests of both patterns and the readiness check
-// answer 503 unavailable + Retry-After within the request deadline instead
-// of hanging, /healthz stays 200, and once the network heals the same IDs
-// and keys execute, once, without a restart.
+// the API and its database, on each server configured (PostgreSQL,
+// MariaDB): requests of both patterns and the readiness check answer 503
+// unavailable + Retry-After within the request deadline instead of
+// hanging, /healthz stays 200, and once the network heals the same IDs and
+// keys execute, once, without a restart.
 func TestSilentPartitionIs503WithinTheDeadline(t *testing.T) {
 	t.Parallel()
-	dsn := testdb.New(t, "postgres")
+	for _, server := range testdb.Servers(t) {
+		t.Run(server, func(t *testing.T) {
+			t.Parallel()
+			silentPartitionIs503(t, testdb.New(t, server))
+		})
+	}
+}
+
+// silentPartitionIs503 is TestSilentPartitionIs503WithinTheDeadline on the
+// database dsn.
+func silentPartitionIs503(t *testing.T, dsn string) {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
