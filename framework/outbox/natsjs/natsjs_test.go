@@ -93,13 +93,24 @@ func TestPublishDeduplicatesByEventID(t *testing.T) {
 	}
 }
 
-// TestTwoRelaysDeliverEverythingInOrder runs two relays on PostgreSQL
-// through JetStream while 1,000 events of 50 aggregates are written; the
-// consumer sees every event, each aggregate's in sequence order.
+// TestTwoRelaysDeliverEverythingInOrder runs two relays through JetStream
+// while 1,000 events of 50 aggregates are written, on each server
+// configured (PostgreSQL, MariaDB); the consumer sees every event, each
+// aggregate's in sequence order.
 func TestTwoRelaysDeliverEverythingInOrder(t *testing.T) {
 	t.Parallel()
-	testdb.Postgres(t)
-	db, srv, _ := setup(t, "postgres")
+	for _, server := range testdb.Servers(t) {
+		t.Run(server, func(t *testing.T) {
+			t.Parallel()
+			twoRelaysDeliverEverythingInOrder(t, server)
+		})
+	}
+}
+
+// twoRelaysDeliverEverythingInOrder is TestTwoRelaysDeliverEverythingInOrder
+// on a new database of dialect.
+func twoRelaysDeliverEverythingInOrder(t *testing.T, dialect string) {
+	db, srv, _ := setup(t, dialect)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var (
