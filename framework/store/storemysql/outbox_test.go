@@ -146,16 +146,23 @@ func eventPositions(t *testing.T, gdb *gorm.DB) []int64 {
 // committed. An outbox holds few rows, and MariaDB plans a DELETE of an
 // IN list on a small table as a scan that locks every row it reads, so a
 // settle waited for both until its lock timeout (two relays deadlocked).
-// On a pool that batches and on one that does not.
+// On a pool that batches and on one that does not, with the published
+// events deleted and with them kept in outbox_published (retention).
 func TestSettlingWaitsForNoOtherEvent(t *testing.T) {
 	testdb.MySQL(t)
 	t.Parallel()
-	for _, c := range []struct {
+	type pool struct {
 		name   string
 		params string
+	}
+	for _, c := range []struct {
+		pool
+		keep bool
 	}{
-		{"batched", "parseTime=true&charset=utf8mb4&multiStatements=true&interpolateParams=true"},
-		{"one statement a round trip", "parseTime=true&charset=utf8mb4"},
+		{pool{"batched", "parseTime=true&charset=utf8mb4&multiStatements=true&interpolateParams=true"}, false},
+		{pool{"one statement a round trip", "parseTime=true&charset=utf8mb4"}, false},
+		{pool{"batched, kept", "parseTime=true&charset=utf8mb4&multiStatements=true&interpolateParams=true"}, true},
+		{pool{"one statement a round trip, kept", "parseTime=true&charset=utf8mb4"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -186,12 +193,19 @@ VALUES ('00000000-0000-4000-8000-000000000005', 'acme', 'thing.done', 'thing', '
 				}
 			}
 			if err := db.Write(ctx, func(tx *gorm.DB) error {
-				return db.Driver.Outbox().Settle(ctx, tx, store.OutboxSettleParams{Now: now, Published: positions[:3]})
+				return db.Driver.Outbox().Settle(ctx, tx, store.OutboxSettleParams{Now: now, Published: positions[:3], KeepPublished: c.keep})
 			}); err != nil {
 				t.Fatalf("settling three events while another is held and one uncommitted: %v", err)
 			}
 			if left := eventPositions(t, gdb); !slices.Equal(left, positions[3:]) {
 				t.Fatalf("positions left %v, want %v: the settled ones deleted, the held one kept", left, positions[3:])
+			}
+			var kept []int64
+			if err := gdb.Table("outbox_published").Order("position").Pluck("position", &kept).Error; err != nil {
+				t.Fatal(err)
+			}
+			if want := positions[:3]; !c.keep && len(kept) != 0 || c.keep && !slices.Equal(kept, want) {
+				t.Fatalf("outbox_published holds %v, want the settled ones kept: %t", kept, c.keep)
 			}
 		})
 	}
