@@ -16,11 +16,11 @@ import (
 // TestStallPastLeaseChargesOnce is the double charge of a stalled attempt
 // (fault suite: stall past the lease). Two demo processes share one
 // database, on each server configured (PostgreSQL, MariaDB), with a 2 s
-// lease; a test-only fail point of the demo
-// holds every attempt right after the transaction that claimed its key or
-// took its record over (after_claim). For a payment, which claims its key
-// in its first phase, that transaction also committed the pending payment
-// row: the hold sits before the provider call, where production can stall.
+// lease; a test-only fail point of the demo holds every attempt right
+// after the transaction that claimed its key or took its record over
+// (after_claim). For a payment, which claims its key in its first phase,
+// that transaction also committed the pending payment row: the hold sits
+// before the provider call, where production can stall.
 // Process A claims n payment keys and is stopped (SIGSTOP) in its hold.
 // Its leases run out; the client's retries on B take the records over and
 // hold too, and then A is continued: its attempts wake up (as their hold
