@@ -24,9 +24,9 @@
 // statement timeout set on the session for itself alone and the
 // session's own values restored when it ends (or, sent whole in one
 // statement, with SET STATEMENT … FOR and SET TRANSACTION, which leave
-// the session as it was); a deadlock (1213) or a lock
-// wait past the timeout (1205) is [store.ErrLockTimeout]. The database
-// clock is UTC_TIMESTAMP(6).
+// the session as it was); a deadlock (1213) or a lock wait past the
+// timeout (1205) is [store.ErrLockTimeout]. The database clock is
+// UTC_TIMESTAMP(6).
 //
 // On a pool that takes several statements in one query with its
 // placeholders filled in on the client (multiStatements=true and
@@ -48,6 +48,6 @@
 //	BEGIN NOT ATOMIC SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 //	START TRANSACTION; …; COMMIT; END
 //
-// On any other pool each statement is a round trip of its
-// own, with the same results.
+// On any other pool each statement is a round trip of its own, with the
+// same results.
 package storemysql
