@@ -34,10 +34,11 @@ const fakePending clientFault = 100
 // faultProxy is an HTTP server in front of the demo handler for clients
 // that are not Go (curl, Python) or that bring their own transport
 // (go-retryablehttp): the faults happen on a real connection. Each logical
-// operation (its Idempotency-Key, or its PUT path) gets a plan; request n of
-// it undergoes plan[n]. loseAnswer lets the demo commit, then closes the
-// connection without a byte of answer. The proxy keeps the first real 2xx
-// answer per operation and counts the requests of each.
+// operation (its Idempotency-Key, its PUT path, or "PATCH " and its path)
+// gets a plan; request n of it undergoes plan[n]. loseAnswer lets the demo
+// commit, then closes the connection without a byte of answer. The proxy
+// keeps the first real 2xx answer per operation and counts the requests of
+// each.
 type faultProxy struct {
 	next http.Handler
 	srv  *httptest.Server
@@ -76,8 +77,11 @@ func (p *faultProxy) originalAnswer(op string) []byte {
 
 func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := r.Header.Get("Idempotency-Key")
-	if r.Method == http.MethodPut {
+	switch r.Method {
+	case http.MethodPut:
 		op = r.URL.Path
+	case http.MethodPatch:
+		op = "PATCH " + r.URL.Path
 	}
 	p.mu.Lock()
 	n := p.seen[op]
@@ -333,14 +337,24 @@ func docBlock(t *testing.T, file, lang, marker string) string {
 	return ""
 }
 
-// recipeOp is one logical operation a recipe runs, and what must come of it.
+// recipeOp is one logical operation a recipe runs, and what must come of it:
+// a POST with its key, or a merge patch (Method PATCH) of Path.
 type recipeOp struct {
+	Method string          `json:"method,omitempty"`
 	Path   string          `json:"path"`
 	Key    string          `json:"key"`
 	Body   json.RawMessage `json:"body"`
 	plan   []clientFault
 	status int
 	code   string
+}
+
+// operation names op for the fault proxy.
+func (op recipeOp) operation() string {
+	if op.Method == http.MethodPatch {
+		return "PATCH " + op.Path
+	}
+	return op.Key
 }
 
 func recipeOps(prefix string) []recipeOp {
@@ -363,18 +377,19 @@ func recipeOps(prefix string) []recipeOp {
 // all ran, that each had exactly one effect.
 func wantRecipeOutcome(t *testing.T, proxy *faultProxy, op recipeOp, status int, body []byte, requestsBefore int) {
 	t.Helper()
+	name := op.operation()
 	if status != op.status {
-		t.Fatalf("%s: status %d, want %d; body %s", op.Key, status, op.status, body)
+		t.Fatalf("%s: status %d, want %d; body %s", name, status, op.status, body)
 	}
-	requests := proxy.requests(op.Key) - requestsBefore
+	requests := proxy.requests(name) - requestsBefore
 	if op.code != "" {
 		if problemCode(body) != op.code || requests != 1 {
-			t.Fatalf("%s: code %q after %d requests, want the final %s at once with its body %s", op.Key, problemCode(body), requests, op.code, body)
+			t.Fatalf("%s: code %q after %d requests, want the final %s at once with its body %s", name, problemCode(body), requests, op.code, body)
 		}
 		return
 	}
-	if !bytes.Equal(body, proxy.originalAnswer(op.Key)) || requests != len(op.plan)+1 {
-		t.Fatalf("%s: %s after %d requests; want the original answer %s after %d", op.Key, body, requests, proxy.originalAnswer(op.Key), len(op.plan)+1)
+	if !bytes.Equal(body, proxy.originalAnswer(name)) || requests != len(op.plan)+1 {
+		t.Fatalf("%s: %s after %d requests; want the original answer %s after %d", name, body, requests, proxy.originalAnswer(name), len(op.plan)+1)
 	}
 }
 
@@ -389,18 +404,24 @@ func wantOneEffectEach(t *testing.T, ce *clientEnv) {
 	ce.wantBalance(tokenAcme, "acc_b", 100)
 }
 
+// pythonDriver runs one recipeOp with the recipe's session: a POST through
+// post_once, a PATCH as the recipe's closing comment sends it.
 const pythonDriver = `
 import json, os, sys
 session = retrysafe_session(os.environ["RETRYSAFE_TOKEN"])
 op = json.loads(sys.argv[1])
-r = post_once(session, os.environ["RETRYSAFE_BASE"] + op["path"], op["body"], key=op["key"])
+url = os.environ["RETRYSAFE_BASE"] + op["path"]
+if op.get("method") == "PATCH":
+    r = session.patch(url, json=op["body"], headers={"Content-Type": "application/merge-patch+json"}, timeout=10)
+else:
+    r = post_once(session, url, op["body"], key=op["key"])
 print(json.dumps({"status": r.status_code, "body": r.text}))
 `
 
-// TestRecipePythonRequests runs the Python recipe of docs/clients.md against the
-// demo behind the fault proxy.
-func TestRecipePythonRequests(t *testing.T) {
-	t.Parallel()
+// pythonRecipe writes the Python recipe of docs/clients.md and its driver
+// to a script, or skips the test without python3 and requests.
+func pythonRecipe(t *testing.T) string {
+	t.Helper()
 	if err := exec.Command("python3", "-c", "import requests").Run(); err != nil {
 		t.Skipf("python3 with requests is not available (%v): install python3-requests to run the Python recipe", err)
 	}
@@ -408,29 +429,68 @@ func TestRecipePythonRequests(t *testing.T) {
 	if err := os.WriteFile(script, []byte(docBlock(t, "docs/clients.md", "python", "class RetrysafeRetry")+pythonDriver), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return script
+}
+
+// runPythonRecipe sets op's fault plan, runs it with the script of
+// [pythonRecipe] through the proxy and checks its outcome.
+func runPythonRecipe(t *testing.T, script string, proxy *faultProxy, op recipeOp) {
+	t.Helper()
+	proxy.setPlan(op.operation(), op.plan...)
+	before := proxy.requests(op.operation())
+	arg, _ := json.Marshal(op)
+	cmd := exec.CommandContext(t.Context(), "python3", script, string(arg))
+	cmd.Env = append(os.Environ(), "RETRYSAFE_BASE="+proxy.srv.URL, "RETRYSAFE_TOKEN="+tokenAcme)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: python: %v: %s", op.operation(), err, exitStderr(err))
+	}
+	var got struct {
+		Status int    `json:"status"`
+		Body   string `json:"body"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%s: python printed %s: %v", op.operation(), out, err)
+	}
+	wantRecipeOutcome(t, proxy, op, got.Status, []byte(got.Body), before)
+}
+
+// TestRecipePythonRequests runs the Python recipe of docs/clients.md against the
+// demo behind the fault proxy.
+func TestRecipePythonRequests(t *testing.T) {
+	t.Parallel()
+	script := pythonRecipe(t)
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		ce, proxy := recipeSetup(t, dsn)
 		ce.skipWithoutPayments(t)
 		for _, op := range recipeOps("py") {
-			proxy.setPlan(op.Key, op.plan...)
-			before := proxy.requests(op.Key)
-			arg, _ := json.Marshal(op)
-			cmd := exec.CommandContext(t.Context(), "python3", script, string(arg))
-			cmd.Env = append(os.Environ(), "RETRYSAFE_BASE="+proxy.srv.URL, "RETRYSAFE_TOKEN="+tokenAcme)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("%s: python: %v: %s", op.Key, err, exitStderr(err))
-			}
-			var got struct {
-				Status int    `json:"status"`
-				Body   string `json:"body"`
-			}
-			if err := json.Unmarshal(out, &got); err != nil {
-				t.Fatalf("%s: python printed %s: %v", op.Key, out, err)
-			}
-			wantRecipeOutcome(t, proxy, op, got.Status, []byte(got.Body), before)
+			runPythonRecipe(t, script, proxy, op)
 		}
 		wantOneEffectEach(t, ce)
+	})
+}
+
+// TestRecipePythonRequestsPatch: the Python recipe retries a merge patch
+// whose answer was lost after the server applied it, and the retry
+// converges: the answer the server first gave, byte for byte, the version
+// moved once and one order.replaced event.
+func TestRecipePythonRequestsPatch(t *testing.T) {
+	t.Parallel()
+	script := pythonRecipe(t)
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		ce, proxy := recipeSetup(t, dsn)
+		for i, plan := range [][]clientFault{{loseAnswer}, {fake503, loseAnswer, loseAnswer}} {
+			id, _ := createOrder(t, ce.env)
+			note := fmt.Sprintf("ring %d times", i+2)
+			runPythonRecipe(t, script, proxy, recipeOp{Method: http.MethodPatch, Path: orderPath(id),
+				Body: fmt.Appendf(nil, `{"note":%q}`, note), plan: plan, status: http.StatusOK})
+			if v, n := ce.order("acme", id).Version, replacedEvents(t, ce.env, id); v != 2 || n != 1 {
+				t.Fatalf("plan %d: version %d, %d order.replaced events; want 2 and 1 (the patch applied once)", i, v, n)
+			}
+			if c := ce.orderColumns("acme", id); c.Note != note {
+				t.Fatalf("plan %d: note %q, want %q", i, c.Note, note)
+			}
+		}
 	})
 }
 
