@@ -1,8 +1,12 @@
 package framework
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/retrysafe/retrysafe/wire"
@@ -11,8 +15,8 @@ import (
 // FuzzIdempotencyKey feeds the key parser any pair of header values
 // (NUL, invalid UTF-8, quotes, commas, lengths around the bound): it never
 // panics, an accepted key is 1..255 characters of [A-Za-z0-9._:-], an
-// accepted pair means the same key, and every refusal is
-// idempotency_key_invalid.
+// accepted pair means the same key, its KeyHash is its SHA-256 in hex, and
+// every refusal is idempotency_key_invalid.
 func FuzzIdempotencyKey(f *testing.F) {
 	f.Add("abc-123_x.y:z", "", false)
 	f.Add(`"quoted"`, `quoted`, true)
@@ -22,6 +26,8 @@ func FuzzIdempotencyKey(f *testing.F) {
 	f.Add(` "a" `, "", false)
 	f.Add("a,b", "", false)
 	f.Add("\"", "\"\"", true)
+	f.Add("Order-1042:A", "", false)
+	f.Add(strings.Repeat("k", 200)+"Z", "", false)
 	f.Fuzz(func(t *testing.T, canonical, alias string, withAlias bool) {
 		h := http.Header{}
 		if canonical != "" {
@@ -49,8 +55,26 @@ func FuzzIdempotencyKey(f *testing.F) {
 		if canonical != "" && withAlias && wire.UnquoteKey(canonical) != wire.UnquoteKey(alias) {
 			t.Fatalf("accepted differing headers %q and %q", canonical, alias)
 		}
-		if KeyHash(key) != KeyHash(key) || len(KeyHash(key)) != 64 {
-			t.Fatalf("KeyHash is not a stable SHA-256 hex")
-		}
+		wantKeyHash(t, key)
 	})
+}
+
+// wantKeyHash checks that KeyHash(key) is the lowercase hex SHA-256 of the
+// key's bytes, computed here by another path (what
+// `printf %s "$KEY" | sha256sum` prints, and the Go client logs), and that
+// a key differing in its last character hashes differently.
+func wantKeyHash(t *testing.T, key string) {
+	t.Helper()
+	h := sha256.New()
+	half := len(key) / 2
+	_, _ = io.WriteString(h, key[:half])
+	_, _ = io.WriteString(h, key[half:])
+	if got, want := KeyHash(key), fmt.Sprintf("%x", h.Sum(nil)); got != want {
+		t.Fatalf("KeyHash(%q) = %q, want the hex SHA-256 %q", key, got, want)
+	}
+	other := []byte(key)
+	other[len(other)-1] ^= 1 // a different last byte
+	if KeyHash(string(other)) == KeyHash(key) {
+		t.Fatalf("KeyHash(%q) == KeyHash(%q)", other, key)
+	}
 }
