@@ -43,12 +43,34 @@ type Config struct {
 	ReplayWindow time.Duration
 
 	// MaxAttempts caps the requests sent for one logical operation, the
-	// first one included. Must be ≥ 1. Defaults to 5.
+	// first one included. Must be ≥ 1. Size it so that MaxElapsed, not the
+	// count, ends the retries of a write whose key another attempt holds:
+	// each such try is answered after the server's in-progress wait
+	// (retrysafe's default: 1 s) with a Retry-After of 1 s, so a key held
+	// for all of MaxElapsed costs up to MaxElapsed / 2 s tries. Defaults
+	// to [DefaultMaxAttempts], 50.
 	MaxAttempts int
 
-	// MaxElapsed caps the time from the first attempt to the start of the
-	// last one, backoff waits included; a retry whose wait would end past
-	// it is not made. Defaults to 30 seconds.
+	// MaxElapsed caps the time from the start of the first attempt to the
+	// end of the last one, backoff waits included: a retry whose wait
+	// would end past it is not made, and the last attempt's timeout is cut
+	// to what is left.
+	//
+	// Size it to outlast the server's lease. An attempt that dies (its
+	// process killed, its connection cut) holds its key until its lease
+	// ends, up to the lease (retrysafe's default: 30 s) after its last
+	// commit; meanwhile retries get 409 request_in_progress, and once it
+	// has ended a retry, or the server's recovery worker, takes the
+	// operation over. The client may learn of the loss only when its
+	// AttemptTimeout passes, waits up to MaxDelay (and the server's
+	// in-progress wait) for the next try, and the try that takes over
+	// needs an AttemptTimeout of its own:
+	//
+	//	MaxElapsed ≥ lease + 2 × AttemptTimeout + MaxDelay + a few seconds
+	//
+	// With the defaults that is 30 s + 2 × 10 s + 5 s = 55 s and more.
+	// Defaults to [DefaultMaxElapsed], 90 seconds, which also leaves room
+	// for the recovery worker's turn; raise it with the server's lease.
 	MaxElapsed time.Duration
 
 	// AttemptTimeout bounds each attempt (connect, send, read the whole
@@ -100,16 +122,17 @@ type Config struct {
 	RandReader io.Reader
 }
 
+// Defaults of [Config].
 const (
-	defaultReplayWindow     = 24 * time.Hour
-	defaultMaxAttempts      = 5
-	defaultMaxElapsed       = 30 * time.Second
-	defaultAttemptTimeout   = 10 * time.Second
-	defaultBaseDelay        = 100 * time.Millisecond
-	defaultMaxDelay         = 5 * time.Second
-	defaultUUIDVersion      = 7
-	defaultMaxResponseBytes = 10 << 20
-	defaultUserAgent        = "retrysafe-go-client"
+	DefaultReplayWindow     = 24 * time.Hour
+	DefaultMaxAttempts      = 50
+	DefaultMaxElapsed       = 90 * time.Second
+	DefaultAttemptTimeout   = 10 * time.Second
+	DefaultBaseDelay        = 100 * time.Millisecond
+	DefaultMaxDelay         = 5 * time.Second
+	DefaultUUIDVersion      = 7
+	DefaultMaxResponseBytes = 10 << 20
+	DefaultUserAgent        = "retrysafe-go-client"
 )
 
 // withDefaults returns a copy of cfg (nil allowed) with defaults applied and
@@ -122,15 +145,15 @@ func (cfg *Config) withDefaults() (Config, error) {
 	if c.HTTPClient == nil {
 		c.HTTPClient = http.DefaultClient
 	}
-	setDefault(&c.ReplayWindow, defaultReplayWindow)
-	setDefault(&c.MaxAttempts, defaultMaxAttempts)
-	setDefault(&c.MaxElapsed, defaultMaxElapsed)
-	setDefault(&c.AttemptTimeout, defaultAttemptTimeout)
-	setDefault(&c.BaseDelay, defaultBaseDelay)
-	setDefault(&c.MaxDelay, max(defaultMaxDelay, c.BaseDelay))
-	setDefault(&c.UUIDVersion, defaultUUIDVersion)
-	setDefault(&c.MaxResponseBytes, defaultMaxResponseBytes)
-	setDefault(&c.UserAgent, defaultUserAgent)
+	setDefault(&c.ReplayWindow, DefaultReplayWindow)
+	setDefault(&c.MaxAttempts, DefaultMaxAttempts)
+	setDefault(&c.MaxElapsed, DefaultMaxElapsed)
+	setDefault(&c.AttemptTimeout, DefaultAttemptTimeout)
+	setDefault(&c.BaseDelay, DefaultBaseDelay)
+	setDefault(&c.MaxDelay, max(DefaultMaxDelay, c.BaseDelay))
+	setDefault(&c.UUIDVersion, DefaultUUIDVersion)
+	setDefault(&c.MaxResponseBytes, DefaultMaxResponseBytes)
+	setDefault(&c.UserAgent, DefaultUserAgent)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

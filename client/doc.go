@@ -46,6 +46,10 @@
 // exponentially with full jitter, honour Retry-After (delta-seconds or
 // HTTP-date), and stop at [Config.MaxAttempts], [Config.MaxElapsed] or the
 // context's deadline, whichever comes first; no wait outlives the context.
+// The default caps (90 s, 50 tries) outlast a retrysafe server's default
+// lease, so a retry takes over the work of an attempt that died instead of
+// giving up while its key is held; [Config.MaxElapsed] says how to size
+// them for another server.
 // Request bodies are kept as bytes and re-sent unchanged.
 //
 // [Result.Attempts] and [Error.Attempts] count every request that went out,
