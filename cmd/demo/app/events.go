@@ -28,8 +28,9 @@ type EventsConfig struct {
 	// ledger reads a durable consumer. Defaults to "": the relay hands
 	// events to the ledger in process, so the demo needs no broker.
 	NATSURL string
-	// Stream, SubjectPrefix and DuplicateWindow configure the publisher
-	// (see natsjs.Config for their defaults).
+	// Stream, SubjectPrefix and DuplicateWindow configure the stream, which
+	// the publisher or the consumer creates, whichever comes first (see
+	// natsjs.Config for their defaults).
 	Stream          string
 	SubjectPrefix   string
 	DuplicateWindow time.Duration
@@ -139,12 +140,10 @@ func (ev *Events) StartConsumer(ctx context.Context) error {
 	if ev.JetStream == nil || ev.consumer != nil {
 		return nil
 	}
-	if err := ev.NATS.EnsureStream(ctx); err != nil {
-		return err
-	}
 	subject := cmp.Or(ev.cfg.SubjectPrefix, natsjs.DefaultSubjectPrefix)
 	c, err := natsjs.Consume(ctx, ev.JetStream, ev.Ledger.Handle, natsjs.ConsumerConfig{
-		Durable: cmp.Or(ev.cfg.Durable, ledger.Consumer), Stream: ev.cfg.Stream,
+		Durable: cmp.Or(ev.cfg.Durable, ledger.Consumer),
+		Stream:  ev.cfg.Stream, SubjectPrefix: ev.cfg.SubjectPrefix, DuplicateWindow: ev.cfg.DuplicateWindow,
 		FilterSubjects: []string{subject + ".*." + ledger.EventPaymentSucceeded},
 		NakDelay:       ev.cfg.NakDelay, TracerProvider: ev.tp, Logger: ev.logger,
 	})
@@ -156,7 +155,8 @@ func (ev *Events) StartConsumer(ctx context.Context) error {
 }
 
 // start runs the relay and, with NATS, the consumer. The consumer needs
-// the stream: while NATS is down it is started by the relay's loop later.
+// NATS (it creates the stream when absent): while NATS is down, the loop
+// below starts it later.
 func (ev *Events) start(ctx context.Context) error {
 	if err := ev.Relay.Start(ctx); err != nil {
 		return err

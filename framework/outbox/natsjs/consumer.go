@@ -32,6 +32,12 @@ type ConsumerConfig struct {
 	Durable string
 	// Stream is the stream to consume. Defaults to "RETRYSAFE_EVENTS".
 	Stream string
+	// SubjectPrefix and DuplicateWindow are the stream's settings, as in
+	// the publisher's [Config]: when the stream is absent (no event was
+	// published yet), Consume creates it with them, as the [Publisher]
+	// would. Set them as the publisher's. Default to "retrysafe" and 2m.
+	SubjectPrefix   string
+	DuplicateWindow time.Duration
 	// FilterSubjects limit the consumer to these subjects (wildcards
 	// allowed, "retrysafe.*.payment.succeeded"). Defaults to every subject
 	// of the stream.
@@ -59,8 +65,9 @@ type Consumer struct {
 func (c *Consumer) Stop() { c.cc.Stop() }
 
 // Consume creates (or updates) the durable consumer with explicit acks and
-// delivers its messages to h until [Consumer.Stop]. The stream must exist
-// (a [Publisher] creates it; [EnsureStream] does too).
+// delivers its messages to h until [Consumer.Stop]. A consumer may start
+// before the first event is published: it creates the stream when it is
+// absent, with the settings a [Publisher] creates it with.
 func Consume(ctx context.Context, js jetstream.JetStream, h Handler, cfg ConsumerConfig) (*Consumer, error) {
 	if js == nil || h == nil {
 		return nil, errors.New("natsjs: Consume needs a JetStream context and a handler")
@@ -71,9 +78,11 @@ func Consume(ctx context.Context, js jetstream.JetStream, h Handler, cfg Consume
 	if cfg.AckWait < 0 || cfg.NakDelay < 0 {
 		return nil, errors.New("natsjs: ConsumerConfig durations must not be negative")
 	}
-	if cfg.Stream == "" {
-		cfg.Stream = DefaultStream
+	stream, err := Config{Stream: cfg.Stream, SubjectPrefix: cfg.SubjectPrefix, DuplicateWindow: cfg.DuplicateWindow}.withDefaults()
+	if err != nil {
+		return nil, err
 	}
+	cfg.Stream = stream.Stream
 	if cfg.AckWait == 0 {
 		cfg.AckWait = 30 * time.Second
 	}
@@ -94,6 +103,9 @@ func Consume(ctx context.Context, js jetstream.JetStream, h Handler, cfg Consume
 		cc.FilterSubject = cfg.FilterSubjects[0]
 	default:
 		cc.FilterSubjects = cfg.FilterSubjects
+	}
+	if err := ensureStream(ctx, js, stream); err != nil {
+		return nil, err
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, cfg.Stream, cc)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/outbox"
@@ -119,10 +121,6 @@ func twoRelaysDeliverEverythingInOrder(t *testing.T, dialect string) {
 		last     = map[string]int64{}
 		disorder []string
 	)
-	pub0, _ := natsjs.NewPublisher(srv.JetStream, natsjs.Config{Stream: srv.Stream, SubjectPrefix: srv.SubjectPrefix})
-	if err := pub0.EnsureStream(ctx); err != nil {
-		t.Fatal(err)
-	}
 	cons, err := natsjs.Consume(ctx, srv.JetStream, func(_ context.Context, ev outbox.Event) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -135,7 +133,7 @@ func twoRelaysDeliverEverythingInOrder(t *testing.T, dialect string) {
 		}
 		last[ev.AggregateID] = ev.Seq
 		return nil
-	}, natsjs.ConsumerConfig{Durable: "order_check", Stream: srv.Stream})
+	}, natsjs.ConsumerConfig{Durable: "order_check", Stream: srv.Stream, SubjectPrefix: srv.SubjectPrefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +189,105 @@ func twoRelaysDeliverEverythingInOrder(t *testing.T, dialect string) {
 	db.Gorm.Table("outbox_events").Where("parked_at IS NULL").Count(&pending)
 	if pending != 0 {
 		t.Fatalf("%d events still pending", pending)
+	}
+}
+
+// TestConsumeBeforeTheFirstPublish: a consumer that starts before any event
+// was published creates the stream as the publisher would (its subjects,
+// its duplicate window), and then gets every event the publisher sends
+// exactly once, a republished one included.
+func TestConsumeBeforeTheFirstPublish(t *testing.T) {
+	t.Parallel()
+	srv := testnats.New(t)
+	ctx := t.Context()
+	if _, err := srv.JetStream.Stream(ctx, srv.Stream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("the stream exists before the test: %v", err)
+	}
+	const n = 20
+	var (
+		mu   sync.Mutex
+		got  = map[string]int{}
+		done = make(chan struct{})
+	)
+	cons, err := natsjs.Consume(ctx, srv.JetStream, func(_ context.Context, ev outbox.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if got[ev.ID.String()]++; len(got) == n && got[ev.ID.String()] == 1 {
+			close(done)
+		}
+		return nil
+	}, natsjs.ConsumerConfig{Durable: "early", Stream: srv.Stream, SubjectPrefix: srv.SubjectPrefix})
+	if err != nil {
+		t.Fatalf("Consume before the first publish: %v", err)
+	}
+	defer cons.Stop()
+	stream, err := srv.JetStream.Stream(ctx, srv.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := stream.CachedInfo().Config
+	if len(info.Subjects) != 1 || info.Subjects[0] != srv.SubjectPrefix+".>" ||
+		info.Duplicates != natsjs.DefaultDuplicateWindow || info.Storage != jetstream.FileStorage {
+		t.Fatalf("the consumer created the stream with subjects %v, duplicate window %v, storage %v; want the publisher's",
+			info.Subjects, info.Duplicates, info.Storage)
+	}
+
+	pub, err := natsjs.NewPublisher(srv.JetStream, natsjs.Config{Stream: srv.Stream, SubjectPrefix: srv.SubjectPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		ev := outbox.Event{ID: uuid.New(), Tenant: "acme", Type: "thing.happened", AggregateType: "thing",
+			AggregateID: "a1", Seq: int64(i + 1), Payload: []byte(`{}`)}
+		if err := pub.Publish(ctx, ev); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+		if i == 0 {
+			// A relay that died between publishing and marking publishes
+			// again: the stream's duplicate window drops it.
+			if ack, err := pub.PublishAck(ctx, ev); err != nil || !ack.Duplicate {
+				t.Fatalf("republish: %+v, %v; want a duplicate", ack, err)
+			}
+		}
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("the consumer did not get every event")
+	}
+	// The last event is acked after its handler returned: wait for the
+	// ack, then nothing is left to deliver.
+	ci, err := srv.JetStream.Consumer(ctx, srv.Stream, "early")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state *jetstream.ConsumerInfo
+	for {
+		if state, err = ci.Info(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if state.NumAckPending == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if state.Delivered.Consumer != n || state.NumRedelivered != 0 || state.NumPending != 0 {
+		t.Fatalf("consumer delivered %d (%d redelivered, %d pending), want %d once each",
+			state.Delivered.Consumer, state.NumRedelivered, state.NumPending, n)
+	}
+	si, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si.State.Msgs != n {
+		t.Fatalf("the stream holds %d messages, want %d", si.State.Msgs, n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, times := range got {
+		if times != 1 {
+			t.Fatalf("event %s delivered %d times", id, times)
+		}
 	}
 }
 

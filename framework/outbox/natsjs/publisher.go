@@ -123,20 +123,31 @@ func (p *Publisher) EnsureStream(ctx context.Context) error {
 	if p.ready {
 		return nil
 	}
-	_, err := p.js.Stream(ctx, p.cfg.Stream)
+	if err := ensureStream(ctx, p.js, p.cfg); err != nil {
+		return err
+	}
+	p.ready = true
+	return nil
+}
+
+// ensureStream creates the stream of c (defaults applied) when it is
+// absent: the one definition of the stream, for a [Publisher] and for
+// [Consume], whichever comes first. Two that create it at once with the
+// same settings both succeed.
+func ensureStream(ctx context.Context, js jetstream.JetStream, c Config) error {
+	_, err := js.Stream(ctx, c.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		_, err = p.js.CreateStream(ctx, jetstream.StreamConfig{
-			Name: p.cfg.Stream, Subjects: []string{p.cfg.SubjectPrefix + ".>"},
-			Storage: jetstream.FileStorage, Duplicates: p.cfg.DuplicateWindow,
+		_, err = js.CreateStream(ctx, jetstream.StreamConfig{
+			Name: c.Stream, Subjects: []string{c.SubjectPrefix + ".>"},
+			Storage: jetstream.FileStorage, Duplicates: c.DuplicateWindow,
 		})
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			err = nil
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("natsjs: stream %s: %w", p.cfg.Stream, err)
+		return fmt.Errorf("natsjs: stream %s: %w", c.Stream, err)
 	}
-	p.ready = true
 	return nil
 }
 
