@@ -40,6 +40,9 @@ type Binder struct {
 	validate     *validator.Validate
 	maxDepth     int
 	maxBodyBytes int64
+	// decode are the options of the decode into a command: exact member
+	// names, and every integer field bound as [Integer] binds.
+	decode jsonv2.Options
 }
 
 // BinderConfig configures [NewBinder].
@@ -73,7 +76,8 @@ func NewBinder(cfg BinderConfig) (*Binder, error) {
 		}
 		return name
 	})
-	return &Binder{validate: v, maxDepth: cfg.MaxDepth, maxBodyBytes: cfg.MaxBodyBytes}, nil
+	return &Binder{validate: v, maxDepth: cfg.MaxDepth, maxBodyBytes: cfg.MaxBodyBytes,
+		decode: jsonv2.JoinOptions(jsonv2.RejectUnknownMembers(true), jsonv2.WithUnmarshalers(integerUnmarshalers()))}, nil
 }
 
 // Validator exposes the underlying validator so that a resource can register
@@ -137,12 +141,16 @@ func (b *Binder) ReadBody(r *http.Request) ([]byte, error) {
 // that differs in case or by a Unicode case fold ("Amount", "cuſtomer") is
 // an unknown field, validation_failed naming it with its path
 // ("items[0].QUANTITY"), as is any other member the command does not have.
+// Every integer field, of any Go integer type and at any depth, takes
+// every JSON spelling of an integer (2, 2.0, 2e0, 0.2e1) as one value, so
+// that they have one fingerprint; a fraction or a value out of the field's
+// range is validation_failed ("must be an integer from 0 to 255").
 func Bind[T any](b *Binder, body []byte) (T, error) {
 	var cmd T
 	if err := checkJSON(body, b.maxDepth); err != nil {
 		return cmd, err
 	}
-	if err := jsonv2.Unmarshal(body, &cmd, jsonv2.RejectUnknownMembers(true)); err != nil {
+	if err := jsonv2.Unmarshal(body, &cmd, b.decode); err != nil {
 		return cmd, decodeError(body, err)
 	}
 	if d, ok := any(&cmd).(Defaulter); ok {
@@ -183,13 +191,15 @@ func decodeError(body []byte, err error) error {
 		return &Error{Code: CodeValidationFailed, Detail: "the command has unknown fields",
 			Fields: []FieldError{{Field: pointerPath(body, semErr.JSONPointer), Reason: "unknown field"}}}
 	}
-	// A custom unmarshaler ([Integer]) names the type it wanted.
-	want := semErr.GoType
-	if typeErr := (*json.UnmarshalTypeError)(nil); errors.As(err, &typeErr) {
-		want = typeErr.Type
+	reason := "must be a " + semErr.GoType.String()
+	if intErr := (*integerError)(nil); errors.As(err, &intErr) {
+		reason = intErr.Error()
+	} else if typeErr := (*json.UnmarshalTypeError)(nil); errors.As(err, &typeErr) {
+		// A custom unmarshaler names the type it wanted.
+		reason = "must be a " + typeErr.Type.String()
 	}
 	return &Error{Code: CodeValidationFailed, Detail: "the command has invalid fields",
-		Fields: []FieldError{{Field: pointerPath(body, semErr.JSONPointer), Reason: "must be a " + want.String()}}}
+		Fields: []FieldError{{Field: pointerPath(body, semErr.JSONPointer), Reason: reason}}}
 }
 
 // pointerPath spells the JSON Pointer ptr into body in the style of

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 type hostileItem struct {
 	SKU      string  `json:"sku" validate:"required,max=64"`
 	Quantity Integer `json:"quantity" validate:"min=1"`
+	Packs    uint8   `json:"packs,omitempty"`
 }
 
 type hostileCommand struct {
@@ -151,7 +153,7 @@ func TestBindNamesTypeErrorsByPath(t *testing.T) {
 	for body, want := range map[string]FieldError{
 		`{"customer":5}`:                                        {Field: "customer", Reason: "must be a string"},
 		`{"customer":"c","amount":"9"}`:                         {Field: "amount", Reason: "must be a int64"},
-		`{"customer":"c","amount":1.5}`:                         {Field: "amount", Reason: "must be a int64"},
+		`{"customer":"c","amount":1.5}`:                         {Field: "amount", Reason: "must be an integer from -9223372036854775808 to 9223372036854775807"},
 		`{"customer":"c","items":[{"sku":"a","quantity":"9"}]}`: {Field: "items[0].quantity", Reason: "must be a int64"},
 		`{"customer":"c","items":{"0":{"sku":"a"}}}`:            {Field: "items", Reason: "must be a []framework.hostileItem"},
 		`{"customer":"c","labels":{"0":5}}`:                     {Field: "labels.0", Reason: "must be a string"},
@@ -201,7 +203,9 @@ func TestBindRefusesUnpairedSurrogates(t *testing.T) {
 // FuzzBind checks Bind against references that share none of its code:
 // a body it binds is valid I-JSON to jsontext (UTF-8, no duplicate names,
 // no unpaired surrogate), and every member name in it is exactly one of
-// the command's JSON names; binding the command's own JSON gives it back.
+// the command's JSON names; binding the command's own JSON gives it back,
+// and so does binding the body respelled (members in another order, its
+// numbers as 2.0 or 2e0), with the same fingerprint.
 func FuzzBind(f *testing.F) {
 	for _, body := range []string{
 		`{"customer":"c","amount":100,"Amount":1}`,
@@ -210,12 +214,15 @@ func FuzzBind(f *testing.F) {
 		`{"customer":"c","items":[{"s\u212au":"a"}]}`,
 		`{"customer":"c\ud800"}`, `{"customer":"\\ud800"}`, `{"customer":"\ud83d\ude00","labels":{"K":"v","k":"w"}}`,
 		`{"customer":"c","amount":4.2e3,"items":[{"sku":"a","quantity":2}]}`, `{"customer":"c","\u0061mount":1}`,
+		`{"customer":"c","amount":0.42e4,"items":[{"sku":"a","quantity":2.0,"packs":2e0},{"sku":"b","quantity":200e-2,"packs":0.2e1}]}`,
+		`{"customer":"c","items":[{"sku":"a","quantity":1,"packs":256}]}`, `{"customer":"c","items":[{"sku":"a","quantity":1,"packs":-0.0}]}`,
+		`{"customer":"c","amount":-9.223372036854775808e18}`, `{"customer":"c","amount":1.5e0}`,
 	} {
 		f.Add([]byte(body))
 	}
 	b := setupBinder(f)
 	commandNames := []string{"amount", "customer", "items", "labels"}
-	itemNames := []string{"quantity", "sku"}
+	itemNames := []string{"packs", "quantity", "sku"}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		cmd, err := Bind[hostileCommand](b, body)
 		if err != nil {
@@ -252,10 +259,32 @@ func FuzzBind(f *testing.F) {
 			t.Fatal(err)
 		}
 		again, err := Bind[hostileCommand](b, own)
-		if err != nil || !slices.Equal(again.Items, cmd.Items) || again.Customer != cmd.Customer || again.Amount != cmd.Amount || !maps.Equal(again.Labels, cmd.Labels) {
+		if err != nil || !sameHostileCommand(again, cmd) {
 			t.Fatalf("Bind(%q) = %+v; its JSON %s binds to %+v, %v", body, cmd, own, again, err)
 		}
+		respelled, err := respell(body, rand.New(rand.NewPCG(uint64(len(body)), 7)))
+		if err != nil || checkJSON(respelled, DefaultMaxDepth) != nil {
+			return // a respelling past MaxNumberLength is refused, not equal
+		}
+		again, err = Bind[hostileCommand](b, respelled)
+		if err != nil || !sameHostileCommand(again, cmd) {
+			t.Fatalf("Bind(%q) = %+v; respelled as %s it binds to %+v, %v", body, cmd, respelled, again, err)
+		}
+		fp := func(c hostileCommand) Fingerprint {
+			f, err := ComputeFingerprint(FingerprintInput{Tenant: "t", Operation: "op", Command: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+		if fp(again) != fp(cmd) {
+			t.Fatalf("Bind(%q) and Bind(%q) have different fingerprints", body, respelled)
+		}
 	})
+}
+
+func sameHostileCommand(a, b hostileCommand) bool {
+	return slices.Equal(a.Items, b.Items) && a.Customer == b.Customer && a.Amount == b.Amount && maps.Equal(a.Labels, b.Labels)
 }
 
 // BenchmarkBindCommand binds a command with an [Integer], nested items and

@@ -15,8 +15,10 @@
 //     without unpaired surrogate escapes, bounded depth and size, member
 //     names matched to fields exactly, no unknown fields), defaults,
 //     validation. Every body of every route is bound by [Bind].
-//   - [Integer]: an int64 command field that binds every JSON spelling of an
-//     integer (4200, 4200.0, 4.2e3) to one value, and so one fingerprint.
+//   - Integers: [Bind] binds every JSON spelling of an integer (4200,
+//     4200.0, 4.2e3) into any integer field of a command (int, int8 …
+//     uint64, a type of the application's own, [Integer]) as one value, and
+//     so one fingerprint; [Integer] does the same under encoding/json.
 //   - [ComputeFingerprint]: SHA-256 of the canonical validated command with
 //     tenant, operation, path parameters and semantic headers; versioned.
 //     [ComputeFingerprintJSON] also returns the marshalled command, for a

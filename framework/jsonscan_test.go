@@ -24,6 +24,7 @@ var jsonCorpus = []string{
 	`{"z":1,"y":2,"x":3,"w":4,"v":5,"u":6,"t":7,"s":8,"r":9,"q":10,"p":11,"o":12,"n":13,"m":14,"l":15,"k":16,"j":17,"z":18}`,
 	`{"customer":"cus_1","currency":"EUR","items":[{"sku":"sku_1","quantity":2,"unit_price":"10.00"}],"note":""}`,
 	"{\"a\"\t:\n[ 1 ,\r2 ] }", `{"n":1e400}`, `{"n":0.000}`, `[1E+2,1e-2,-0,100]`,
+	`{"quantity":[2,2.0,2e0,0.2e1,200e-2,2.00E+0,-0.0,18446744073709551615,1.8446744073709551615e19]}`,
 }
 
 // randomJSON writes a random document with the features the fast paths

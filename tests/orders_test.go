@@ -147,6 +147,48 @@ func TestOrderCreateReplayAndConverge(t *testing.T) {
 	})
 }
 
+// TestOrderQuantitySpellingsConverge: an item's quantity is a plain Go
+// integer of the orders command, and every JSON spelling of one integer
+// binds to it (DESIGN §4): a retry that spells 2 as 2.0, 2e0 or 0.2e1 is
+// the create's replay (one row, one event, the same ETag and body), and a
+// fraction or a value beyond int64 is 400 and stores nothing.
+func TestOrderQuantitySpellingsConverge(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		e := newEnv(t, dsn)
+		id := uuid.New()
+		spelled := func(qty string) []byte {
+			return []byte(`{"customer":"cus_1","currency":"EUR","items":[{"sku":"sku_1","quantity":` + qty + `,"unit_price":"10.00"}],"note":"n"}`)
+		}
+		created := e.do("PUT", orderPath(id), tokenAcme, spelled("2.0"))
+		wantStatus(t, created, http.StatusCreated)
+		before := e.order("acme", id)
+		for _, qty := range []string{"2", "2e0", "0.2e1", "200e-2", "2.00E+0"} {
+			retry := e.do("PUT", orderPath(id), tokenAcme, spelled(qty))
+			wantReplay(t, retry, created)
+		}
+		if after := e.order("acme", id); after != before {
+			t.Fatalf("a respelled retry wrote: %+v → %+v", before, after)
+		}
+		if rows, events := e.count("orders", ""), e.events("acme", id); rows != 1 || events != 1 {
+			t.Fatalf("%d orders and %d order.created events, want 1 and 1", rows, events)
+		}
+		e.wantOneItem("acme", id, 2, 1000)
+
+		for _, qty := range []string{"2.5", "25e-1", "1e30", "9223372036854775808"} {
+			r := e.do("PUT", orderPath(uuid.New()), tokenAcme, spelled(qty))
+			wantCode(t, r, http.StatusBadRequest, "validation_failed")
+			errs, _ := r.JSON(t)["errors"].([]any)
+			if len(errs) != 1 || errs[0].(map[string]any)["field"] != "items[0].quantity" {
+				t.Fatalf("quantity %s: %s, want a failure naming items[0].quantity", qty, r.Body)
+			}
+		}
+		if rows := e.count("orders", ""); rows != 1 {
+			t.Fatalf("refused quantities stored orders: %d rows", rows)
+		}
+	})
+}
+
 func TestOrderReplaceAndPreconditions(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
