@@ -191,7 +191,7 @@ func TestOpenAPIServedDocumentIsValid(t *testing.T) {
 	doc := loadServedSpec(t, e.app.Handler())
 	want := map[string][]string{
 		"PUT /v1/orders/{id}":         {"If-Match", "If-None-Match"},
-		"PATCH /v1/orders/{id}":       {"If-Match"},
+		"PATCH /v1/orders/{id}":       {"If-Match", "If-None-Match"},
 		"GET /v1/orders/{id}":         {"If-None-Match"},
 		"HEAD /v1/orders/{id}":        {"If-None-Match"},
 		"DELETE /v1/orders/{id}":      {"If-Match"},

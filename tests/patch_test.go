@@ -160,6 +160,72 @@ func TestPatchOrders(t *testing.T) {
 	})
 }
 
+// TestPatchPreconditions: the conditional headers of a PATCH (RFC 9110
+// §13.1). A JSON Patch needs an If-Match naming a version: If-Match: *
+// names none, so a relative patch (add to the end of the items) sent with
+// it twice would add twice; it is 428 like a missing If-Match. A PATCH
+// never creates, so If-None-Match: * is false on an existing resource:
+// 412, even when the patch is already satisfied. Neither writes anything:
+// the version, the items and the order.replaced events stay as they were.
+func TestPatchPreconditions(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		e := newEnv(t, dsn)
+		id, etag := createOrder(t, e)
+		path := orderPath(id)
+		appendItem := []byte(`[{"op":"add","path":"/items/-","value":{"sku":"sku_2","quantity":1,"unit_price":"1"}}]`)
+		const jsonPatch = "application/json-patch+json"
+
+		for _, tc := range []struct {
+			name, contentType string
+			body              []byte
+			headers           []string
+			status            int
+			code              string
+		}{
+			{"JSON Patch, If-Match: *", jsonPatch, appendItem, []string{"If-Match", "*"}, http.StatusPreconditionRequired, "precondition_required"},
+			{"JSON Patch, If-Match: * again", jsonPatch, appendItem, []string{"If-Match", " * "}, http.StatusPreconditionRequired, "precondition_required"},
+			{"JSON Patch, empty If-Match", jsonPatch, appendItem, []string{"If-Match", ""}, http.StatusPreconditionRequired, "precondition_required"},
+			{"merge patch, If-None-Match: *", mergePatch, []byte(`{"note":"x"}`), []string{"If-None-Match", "*"},
+				http.StatusPreconditionFailed, "precondition_failed"},
+			{"merge patch already satisfied, If-None-Match: *", mergePatch, []byte(`{"note":"n"}`), []string{"If-None-Match", "*"},
+				http.StatusPreconditionFailed, "precondition_failed"},
+			{"JSON Patch, current If-Match and If-None-Match: *", jsonPatch, appendItem, []string{"If-Match", etag, "If-None-Match", "*"},
+				http.StatusPreconditionFailed, "precondition_failed"},
+			{"invalid merge patch, If-None-Match: *", mergePatch, []byte(`{"items":[]}`), []string{"If-None-Match", "*"},
+				http.StatusPreconditionFailed, "precondition_failed"},
+		} {
+			r := e.patch(path, tc.contentType, tc.body, tc.headers...)
+			if r.Status != tc.status || r.Code(t) != tc.code {
+				t.Fatalf("%s: %d %s, want %d %s", tc.name, r.Status, r.Body, tc.status, tc.code)
+			}
+		}
+		if v := e.order("acme", id).Version; v != 1 || replacedEvents(t, e, id) != 0 {
+			t.Fatalf("a refused PATCH wrote: version %d, %d order.replaced events", v, replacedEvents(t, e, id))
+		}
+		e.wantOneItem("acme", id, 2, 1000)
+
+		// If-None-Match: * holds where there is no resource: the PATCH goes
+		// on and is refused for that (404, 410), and creates nothing.
+		unknown := uuid.New()
+		wantCode(t, e.patch(orderPath(unknown), mergePatch, []byte(`{"note":"x"}`), "If-None-Match", "*"), http.StatusNotFound, "not_found")
+		if n := e.count("orders", "id = ?", unknown.String()); n != 0 {
+			t.Fatalf("a PATCH with If-None-Match: * created %d rows", n)
+		}
+		gone, _ := createOrder(t, e)
+		wantStatus(t, e.do(http.MethodDelete, orderPath(gone), tokenAcme, nil), http.StatusNoContent)
+		wantCode(t, e.patch(orderPath(gone), mergePatch, []byte(`{"note":"x"}`), "If-None-Match", "*"), http.StatusGone, "resource_deleted")
+
+		// With the ETag, the same JSON Patch applies once; its retry with
+		// that ETag, now stale, is 412 and adds nothing more.
+		wantStatus(t, e.patch(path, jsonPatch, appendItem, "If-Match", etag), http.StatusOK)
+		wantCode(t, e.patch(path, jsonPatch, appendItem, "If-Match", etag), http.StatusPreconditionFailed, "precondition_failed")
+		if c := e.orderColumns("acme", id); len(c.Items) != 2 || e.order("acme", id).Version != 2 || replacedEvents(t, e, id) != 1 {
+			t.Fatalf("after one JSON Patch and its retry: %d items, version %d, %d events", len(c.Items), e.order("acme", id).Version, replacedEvents(t, e, id))
+		}
+	})
+}
+
 func wantCode(t *testing.T, r response, status int, code string) {
 	t.Helper()
 	if r.Status != status || r.Code(t) != code {

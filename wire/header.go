@@ -49,7 +49,8 @@ const (
 	// body that converges on retry (application/json is read as one too).
 	ContentTypeMergePatch = "application/merge-patch+json"
 	// ContentTypeJSONPatch is an RFC 6902 JSON Patch: its relative
-	// operations do not converge on retry, so a PATCH in it needs
-	// If-Match (else 428 precondition_required).
+	// operations do not converge on retry, so a PATCH in it needs an
+	// If-Match naming a version (else 428 precondition_required; * names
+	// none).
 	ContentTypeJSONPatch = "application/json-patch+json"
 )

@@ -766,6 +766,17 @@ func containsNUL(body []byte) bool {
 	}
 }
 
+// namesVersion reports whether an If-Match field value names a version of
+// the resource: an entity tag, not just * (which any version matches).
+func namesVersion(field string) bool {
+	for tag := range etagTags(field, false) {
+		if tag != "" && tag != "*" {
+			return true
+		}
+	}
+	return false
+}
+
 // etagMatches evaluates an If-Match field value (a list of strong entity
 // tags or *) with the strong comparison of RFC 9110.
 func etagMatches(field, current string) bool { return matchETag(field, current, false) }

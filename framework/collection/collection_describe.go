@@ -102,12 +102,14 @@ func (c *Collection[Cmd, Model]) describePatch(id framework.ParamDescription) fr
 		Method: http.MethodPatch, Path: c.res.BasePath + "/{id}", OperationID: name + ".patch", Tags: []string{name},
 		Summary: "Patch a " + name + " resource",
 		Description: "Applies a merge patch (RFC 7396: application/merge-patch+json, or application/json; null removes an optional " +
-			"member, an array is replaced whole) or a JSON Patch (RFC 6902: application/json-patch+json, If-Match required, else " +
-			"428 precondition_required) to the body a PUT of the current state would carry. The result is validated as a PUT " +
-			"body and written as a replace (200, version + 1). A result equal to the current state writes nothing (200, " +
-			"Idempotent-Replayed: true), even when If-Match is stale: the retry of a PATCH whose answer was lost converges. " +
-			"A stale If-Match whose result differs is 412. A PATCH never creates: 404 for an unknown ID, 410 for a deleted one.",
-		PathParams: []framework.ParamDescription{id}, Request: reflect.TypeFor[Cmd](), Patch: true, IfMatch: true, Authenticated: true,
+			"member, an array is replaced whole) or a JSON Patch (RFC 6902: application/json-patch+json, with an If-Match naming " +
+			"a version, else 428 precondition_required: If-Match: * names none) to the body a PUT of the current state would carry. " +
+			"The result is validated as a PUT body and written as a replace (200, version + 1). A result equal to the current " +
+			"state writes nothing (200, Idempotent-Replayed: true), even when If-Match is stale: the retry of a PATCH whose " +
+			"answer was lost converges. A stale If-Match whose result differs is 412. A PATCH never creates: 404 for an unknown " +
+			"ID, 410 for a deleted one, and If-None-Match: * is 412.",
+		PathParams: []framework.ParamDescription{id}, Request: reflect.TypeFor[Cmd](), Patch: true, IfMatch: true, IfNoneMatch: true,
+		Authenticated: true,
 		Responses: []framework.ResponseDescription{{Status: http.StatusOK, Description: "Patched, or already in the patched state",
 			Body: c.representation(), Headers: []string{framework.HeaderIdempotentReplayed, "ETag"}}},
 		Problems: append(framework.WriteProblems(), framework.CodeInvalidResourceID, framework.CodeNotFound, framework.CodePreconditionFailed,

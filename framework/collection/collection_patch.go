@@ -27,7 +27,8 @@ const (
 	ContentTypeMergePatch = wire.ContentTypeMergePatch
 	// ContentTypeJSONPatch is an RFC 6902 JSON Patch: a list of operations.
 	// Its relative operations (add to an array's end, move) do not converge
-	// on retry, so a PATCH in it needs If-Match.
+	// on retry, so a PATCH in it needs an If-Match that names a version
+	// (If-Match: * names none).
 	ContentTypeJSONPatch = wire.ContentTypeJSONPatch
 )
 
@@ -78,7 +79,7 @@ func parsePatchFormat(contentType string) (patchFormat, error) {
 // guard, If-Match (and its convergence when the result is already the
 // current state), versions, ETags and [Resource.OnReplaceFunc] are the
 // PUT's. A PATCH never creates: an unknown ID is 404 not_found, a deleted
-// one 410. As for a PUT, the row is read first without a transaction: a
+// one 410, and If-None-Match: * on a live one 412. As for a PUT, the row is read first without a transaction: a
 // result equal to the current state, or a refusal, is answered from that
 // read and writes nothing. A change reads the row again under a row lock,
 // applies the patch to what it holds and decides again, so concurrent
@@ -138,8 +139,9 @@ func (c *Collection[Cmd, Model]) PatchTx(ctx context.Context, tx *gorm.DB, req P
 }
 
 // checkPatch refuses what no state of the resource can make succeed: a
-// create-only resource, another media type, a JSON Patch without
-// If-Match, a patch document that breaks the limits of a request body.
+// create-only resource, another media type, a JSON Patch without an
+// If-Match that names a version, a patch document that breaks the limits
+// of a request body.
 func (c *Collection[Cmd, Model]) checkPatch(req *PatchRequest) (patchFormat, error) {
 	if c.res.Mode != CreateOrReplace {
 		return 0, framework.Errorf(framework.CodeMethodNotAllowed, "%s resources are immutable", c.res.Singular)
@@ -151,8 +153,9 @@ func (c *Collection[Cmd, Model]) checkPatch(req *PatchRequest) (patchFormat, err
 	if err != nil {
 		return 0, err
 	}
-	if format == jsonPatch && req.Header.Get("If-Match") == "" {
-		return 0, framework.Errorf(framework.CodePreconditionRequired, "a JSON Patch does not converge when it is retried: send it with If-Match")
+	if format == jsonPatch && !namesVersion(req.Header.Get("If-Match")) {
+		return 0, framework.Errorf(framework.CodePreconditionRequired,
+			"a JSON Patch does not converge when it is retried: send it with If-Match naming the version it applies to (If-Match: * names none)")
 	}
 	if err := c.engine.Binder().CheckJSON(req.Patch); err != nil {
 		return 0, err
@@ -184,11 +187,13 @@ func (c *Collection[Cmd, Model]) readPatched(ctx context.Context, db *gorm.DB, r
 
 // planPatch applies the patch to the command form of the row cur, binds the
 // result as a PUT body and decides (as under a row lock when locked), on
-// the database clock now of the read. p is
-// nil when there is no live row to patch; d then refuses.
+// the database clock now of the read. p is nil when there is no live row
+// to patch, or when If-None-Match: * is false on the live row (RFC 9110
+// evaluates it before the patch is read); d then refuses.
 func (c *Collection[Cmd, Model]) planPatch(req *PatchRequest, format patchFormat, cur *Model, now time.Time, found, locked bool) (*put[Model], putDecision, error) {
-	if !found || any(cur).(Row).SystemColumns().DeletedAt != nil {
-		return nil, c.decide(&put[Model]{state: putState{Patch: true, DBNow: now}}, found, cur, locked, false), nil
+	noneMatchStar := strings.TrimSpace(req.Header.Get("If-None-Match")) == "*"
+	if !found || any(cur).(Row).SystemColumns().DeletedAt != nil || noneMatchStar {
+		return nil, c.decide(&put[Model]{state: putState{Patch: true, IfNoneMatchStar: noneMatchStar, DBNow: now}}, found, cur, locked, false), nil
 	}
 	doc, err := c.commandJSON(cur)
 	if err != nil {
@@ -206,7 +211,7 @@ func (c *Collection[Cmd, Model]) planPatch(req *PatchRequest, format patchFormat
 	if err != nil {
 		return nil, putDecision{}, err
 	}
-	p.state.Patch, p.state.IfNoneMatchStar, p.state.DBNow = true, false, now
+	p.state.Patch, p.state.DBNow = true, now
 	return &p, c.decide(&p, true, cur, locked, false), nil
 }
 

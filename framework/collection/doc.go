@@ -44,13 +44,16 @@
 // Every create-or-replace resource also gets PATCH /{name}/{id}
 // ([Collection.Patch], [Collection.PatchTx]), derived from its PUT: a merge
 // patch (RFC 7396; [ContentTypeMergePatch] or application/json) or a JSON
-// Patch (RFC 6902; [ContentTypeJSONPatch], If-Match required, else 428
-// precondition_required) is applied to the command a PUT of the current
-// state would carry ([Resource.CommandFunc], which defaults to the
-// representation decoded into the command), the result is bound and
-// validated by framework.Bind exactly as a PUT body, and it is written by the
-// replace path, under the row lock: the same guard, versions, ETags,
-// fingerprints and [Resource.OnReplaceFunc]. A PATCH never creates.
+// Patch (RFC 6902; [ContentTypeJSONPatch], with an If-Match naming a
+// version, else 428 precondition_required: If-Match: * names none, and
+// its relative operations would apply twice on a retry) is applied to the
+// command a PUT of the current state would carry ([Resource.CommandFunc],
+// which defaults to the representation decoded into the command), the
+// result is bound and validated by framework.Bind exactly as a PUT body,
+// and it is written by the replace path, under the row lock: the same
+// guard, versions, ETags, fingerprints and [Resource.OnReplaceFunc]. A
+// PATCH never creates: an unknown ID is 404, a deleted one 410, and
+// If-None-Match: * is false on a live one (412).
 //
 // Routes describe themselves for machine-readable API descriptions with
 // [RouteDescription] values ([Collection.Describe],

@@ -58,7 +58,8 @@ type putState struct {
 
 	// Patch marks a PATCH, whose Fingerprint is that of the command its
 	// result would be as a PUT body: it acts on an existing resource only
-	// (no row: 404; a tombstone: 410) and is never a create's replay.
+	// (no row: 404; a tombstone: 410; If-None-Match: * on a live row: 412)
+	// and is never a create's replay.
 	Patch bool
 	// Guard is the replace guard's answer for the locked Row
 	// ([Resource.ReplaceGuardFunc], for example resource_locked); nil when
@@ -98,6 +99,10 @@ func decidePut(s putState) putDecision {
 		return putDecision{Action: actPurge}
 	}
 	switch {
+	// A PATCH never creates: If-None-Match: * is false on a resource that
+	// exists, whatever the patch (RFC 9110 §13.1.2).
+	case s.IfNoneMatchStar && s.Patch:
+		return refuse(framework.Errorf(framework.CodePreconditionFailed, "If-None-Match: * given but the resource exists, and a PATCH never creates one"))
 	case s.IfNoneMatchStar:
 		if r.CreateFingerprint != s.Fingerprint {
 			if s.KeyReuse {

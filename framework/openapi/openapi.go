@@ -235,13 +235,16 @@ func (c components) operation(r framework.RouteDescription) (*openapi3.Operation
 			WithDescription("Accepted in place of Idempotency-Key; when both are sent they must be equal.").WithSchema(keySchema()))
 	}
 	if r.IfMatch {
-		op.AddParameter(openapi3.NewHeaderParameter("If-Match").WithSchema(&openapi3.Schema{Type: types("string")}).
-			WithDescription("Apply only if the resource's current ETag is one of these (or `*`); else 412 precondition_failed, " +
-				"unless the write's result is already the current state (200, nothing written)."))
+		doc := "Apply only if the resource's current ETag is one of these (or `*`); else 412 precondition_failed, " +
+			"unless the write's result is already the current state (200, nothing written)."
+		if r.Patch {
+			doc += " A JSON Patch needs an ETag here: without one, or with `*`, it is 428 precondition_required."
+		}
+		op.AddParameter(openapi3.NewHeaderParameter("If-Match").WithSchema(&openapi3.Schema{Type: types("string")}).WithDescription(doc))
 	}
 	if r.IfNoneMatch {
 		op.AddParameter(openapi3.NewHeaderParameter("If-None-Match").WithSchema(&openapi3.Schema{Type: types("string")}).
-			WithDescription("`*`: create only. An existing resource created by the same request is replayed (201, Idempotent-Replayed); any other is 412 precondition_failed."))
+			WithDescription(ifNoneMatchDoc(r.Method)))
 	}
 	switch {
 	case r.Request != nil && r.Patch:
@@ -299,6 +302,17 @@ func (c components) operation(r framework.RouteDescription) (*openapi3.Operation
 		op.Responses.Set(strconv.Itoa(status), &openapi3.ResponseRef{Value: out})
 	}
 	return op, nil
+}
+
+// ifNoneMatchDoc is what If-None-Match means on a route of method.
+func ifNoneMatchDoc(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		return "304 Not Modified, with no body, when the current ETag is one of these (weak comparison) or `*`."
+	case http.MethodPatch:
+		return "`*` is false on an existing resource (a PATCH never creates one): 412 precondition_failed, nothing written."
+	}
+	return "`*`: create only. An existing resource created by the same request is replayed (201, Idempotent-Replayed); any other is 412 precondition_failed."
 }
 
 func orText(s, fallback string) string {
