@@ -226,6 +226,41 @@ func TestPatchPreconditions(t *testing.T) {
 	})
 }
 
+// TestPatchArrayIndexesRFC6901: a JSON Patch path addresses an array
+// element as RFC 6901 spells an index (0, or digits without a sign or
+// leading zeros; "-" past the end for add). -1, 01, +0 and -0 are 400 and
+// change nothing, however the patch library would have read them (-1 as
+// the last element, 01 as 1).
+func TestPatchArrayIndexesRFC6901(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		e := newEnv(t, dsn)
+		id, etag := createOrder(t, e)
+		path := orderPath(id)
+		const jsonPatch = "application/json-patch+json"
+		for _, patch := range []string{
+			`[{"op":"remove","path":"/items/-1"}]`,
+			`[{"op":"replace","path":"/items/-1/quantity","value":5}]`,
+			`[{"op":"replace","path":"/items/00/quantity","value":5}]`,
+			`[{"op":"add","path":"/items/+0","value":{"sku":"sku_2","quantity":1,"unit_price":"1"}}]`,
+			`[{"op":"add","path":"/items/01","value":{"sku":"sku_2","quantity":1,"unit_price":"1"}}]`,
+			`[{"op":"copy","from":"/items/-0","path":"/items/-"}]`,
+			`[{"op":"add","path":"/items/-","value":{"sku":"sku_2","quantity":1,"unit_price":"1"}},{"op":"remove","path":"/items/01"}]`,
+		} {
+			r := e.patch(path, jsonPatch, []byte(patch), "If-Match", etag)
+			wantCode(t, r, http.StatusBadRequest, "validation_failed")
+		}
+		if v := e.order("acme", id).Version; v != 1 || replacedEvents(t, e, id) != 0 {
+			t.Fatalf("a refused JSON Patch wrote: version %d, %d order.replaced events", v, replacedEvents(t, e, id))
+		}
+		e.wantOneItem("acme", id, 2, 1000)
+
+		r := e.patch(path, jsonPatch, []byte(`[{"op":"replace","path":"/items/0/quantity","value":3}]`), "If-Match", etag)
+		wantStatus(t, r, http.StatusOK)
+		e.wantOneItem("acme", id, 3, 1000)
+	})
+}
+
 func wantCode(t *testing.T, r response, status int, code string) {
 	t.Helper()
 	if r.Status != status || r.Code(t) != code {

@@ -103,7 +103,8 @@ func (c *Collection[Cmd, Model]) describePatch(id framework.ParamDescription) fr
 		Summary: "Patch a " + name + " resource",
 		Description: "Applies a merge patch (RFC 7396: application/merge-patch+json, or application/json; null removes an optional " +
 			"member, an array is replaced whole) or a JSON Patch (RFC 6902: application/json-patch+json, with an If-Match naming " +
-			"a version, else 428 precondition_required: If-Match: * names none) to the body a PUT of the current state would carry. " +
+			"a version, else 428 precondition_required: If-Match: * names none; an array index RFC 6901 forbids, such as -1, 01 " +
+			"or +0, is 400) to the body a PUT of the current state would carry. " +
 			"The result is validated as a PUT body and written as a replace (200, version + 1). A result equal to the current " +
 			"state writes nothing (200, Idempotent-Replayed: true), even when If-Match is stale: the retry of a PATCH whose " +
 			"answer was lost converges. A stale If-Match whose result differs is 412. A PATCH never creates: 404 for an unknown " +

@@ -1,17 +1,22 @@
 package collection
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
@@ -248,8 +253,9 @@ func (c *Collection[Cmd, Model]) commandJSON(m *Model) ([]byte, error) {
 
 // applyPatch applies a checked patch document to doc with
 // github.com/evanphx/json-patch. A JSON Patch that cannot be applied (a
-// missing path, a failed test) is validation_failed; its copies may not
-// grow the document beyond maxBytes.
+// missing path, a failed test, an array index RFC 6901 forbids) is
+// validation_failed; its copies may not grow the document beyond
+// maxBytes.
 func applyPatch(format patchFormat, doc, patch []byte, maxBytes int64) ([]byte, error) {
 	if format == mergePatch {
 		out, err := jsonpatch.MergePatch(doc, patch)
@@ -262,12 +268,128 @@ func applyPatch(format patchFormat, doc, patch []byte, maxBytes int64) ([]byte, 
 	if err != nil {
 		return nil, &framework.Error{Code: framework.CodeMalformedJSON, Detail: "the body is not a JSON Patch (a list of operations)", Err: err}
 	}
+	aliased, err := aliasIndexLikeNames(ops)
+	if err == nil && aliased {
+		doc, err = renameMembers(doc, toAlias)
+	}
+	if err != nil {
+		return nil, &framework.Error{Code: framework.CodeMalformedJSON, Detail: "the body is not a JSON Patch (a list of operations)", Err: err}
+	}
 	opts := jsonpatch.NewApplyOptions()
 	opts.AccumulatedCopySizeLimit = maxBytes
+	opts.SupportNegativeIndices = false
 	out, err := ops.ApplyWithOptions(doc, opts)
 	if err != nil {
+		// The reason speaks of the tokens as sent, not of their aliases.
+		reason := strings.NewReplacer(aliasMark, "", `\x00`, "").Replace(err.Error())
+		if aliased && errors.Is(err, strconv.ErrSyntax) {
+			reason = "an array index must be 0 or a number without a sign or leading zeros (RFC 6901): " + reason
+		}
 		return nil, &framework.Error{Code: framework.CodeValidationFailed, Detail: "the JSON Patch cannot be applied to the resource",
-			Fields: []framework.FieldError{{Field: "", Reason: err.Error()}}, Err: err}
+			Fields: []framework.FieldError{{Field: "", Reason: reason}}, Err: err}
+	}
+	if aliased {
+		return renameMembers(out, fromAlias)
 	}
 	return out, nil
+}
+
+// aliasMark starts the alias of a member name that json-patch would read
+// as an array index. Its NUL can be in no member name of a document or a
+// patch: Bind and CheckJSON refuse it.
+const aliasMark = "\x00"
+
+// aliasIndexLikeNames rewrites the paths of ops so that json-patch reads
+// every token RFC 6901 forbids as an array index (-1, 01, +0: what
+// strconv.Atoi takes but is not 0 or a number without a sign or leading
+// zeros) as a member name, never as an index: the token becomes its
+// alias, aliasMark + token, which no array index parses as, so on an
+// array it fails, and on an object it names the member whose name is
+// aliased the same way in the document (renameMembers) and in the
+// operations' values, here. It reports whether it aliased anything; the
+// caller then renames the document's members and, after the patch, back.
+func aliasIndexLikeNames(ops jsonpatch.Patch) (bool, error) {
+	aliased := false
+	for _, op := range ops {
+		for _, field := range []string{"path", "from"} {
+			raw := op[field]
+			if raw == nil {
+				continue
+			}
+			var ptr string
+			if err := json.Unmarshal(*raw, &ptr); err != nil {
+				return false, err
+			}
+			tokens := strings.Split(ptr, "/")
+			changed := false
+			for i, tok := range tokens {
+				if name, ok := toAlias(tok); ok && i > 0 {
+					tokens[i], changed = name, true
+				}
+			}
+			if !changed {
+				continue
+			}
+			b, err := json.Marshal(strings.Join(tokens, "/"))
+			if err != nil {
+				return false, err
+			}
+			*raw, aliased = b, true
+		}
+	}
+	if !aliased {
+		return false, nil
+	}
+	for _, op := range ops {
+		if raw := op["value"]; raw != nil {
+			b, err := renameMembers(*raw, toAlias)
+			if err != nil {
+				return false, err
+			}
+			*raw = b
+		}
+	}
+	return true, nil
+}
+
+// toAlias is the alias of a member name json-patch would take for an
+// array index that RFC 6901 forbids.
+func toAlias(name string) (string, bool) {
+	digits := strings.TrimLeft(name, "+-")
+	if digits == "" || len(name)-len(digits) > 1 || strings.Trim(digits, "0123456789") != "" {
+		return "", false
+	}
+	if name == digits && (name == "0" || name[0] != '0') {
+		return "", false // an index as RFC 6901 spells it
+	}
+	return aliasMark + name, true
+}
+
+// fromAlias is the member name of an alias.
+func fromAlias(name string) (string, bool) { return strings.CutPrefix(name, aliasMark) }
+
+// renameMembers rewrites the JSON document doc with every object member
+// whose name rename maps renamed, at any depth; everything else is kept.
+func renameMembers(doc []byte, rename func(string) (string, bool)) ([]byte, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(doc))
+	var out bytes.Buffer
+	enc := jsontext.NewEncoder(&out)
+	for {
+		tok, err := dec.ReadToken()
+		if errors.Is(err, io.EOF) {
+			return out.Bytes(), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		// A string read as the odd token of an object is a member name.
+		if kind, n := dec.StackIndex(dec.StackDepth()); tok.Kind() == '"' && kind == '{' && n%2 == 1 {
+			if name, ok := rename(tok.String()); ok {
+				tok = jsontext.String(name)
+			}
+		}
+		if err := enc.WriteToken(tok); err != nil {
+			return nil, err
+		}
+	}
 }

@@ -46,7 +46,8 @@
 // patch (RFC 7396; [ContentTypeMergePatch] or application/json) or a JSON
 // Patch (RFC 6902; [ContentTypeJSONPatch], with an If-Match naming a
 // version, else 428 precondition_required: If-Match: * names none, and
-// its relative operations would apply twice on a retry) is applied to the
+// its relative operations would apply twice on a retry; a path with an
+// array index RFC 6901 forbids, -1, 01 or +0, is 400) is applied to the
 // command a PUT of the current state would carry ([Resource.CommandFunc],
 // which defaults to the representation decoded into the command), the
 // result is bound and validated by framework.Bind exactly as a PUT body,
