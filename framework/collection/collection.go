@@ -65,8 +65,19 @@ type Resource[Cmd, Model any] struct {
 	RenderFunc func(m *Model) any
 	// ReplaceGuardFunc, when set, is asked before a replace or a PATCH
 	// with the current row (without child rows for a PUT); an error (for
-	// example [ErrResourceLocked]) refuses it. Runs under the row lock.
+	// example [ErrResourceLocked], or a code of the application's own
+	// listed in Problems) refuses it. Runs under the row lock.
 	ReplaceGuardFunc func(m *Model) error
+	// Problems lists the problem codes of the application's own (a
+	// shipment's 409 shipment_labelled) that ReplaceGuardFunc,
+	// OnCreateFunc or OnReplaceFunc may answer a write with; the
+	// API description ([Collection.Describe],
+	// [Collection.DescribeLegacyPOST]) lists them for PUT, PATCH and the
+	// legacy POST beside the codes the framework answers itself. Each must
+	// be registered on the engine ([framework.Engine.RegisterCodes])
+	// before New, which fails with [framework.ErrCodeUnregistered]
+	// otherwise. Defaults to none.
+	Problems []framework.Code
 	// OnCreateFunc, when set, runs inside the insert's transaction, only
 	// when the insert happened: outbox events and audit rows written on tx
 	// commit or roll back with the resource. On PostgreSQL the insert may
@@ -194,6 +205,13 @@ func New[Cmd, Model any](e *framework.Engine, r Resource[Cmd, Model]) (*Collecti
 	if r.Mode != CreateOrReplace && r.Mode != CreateOnly {
 		return nil, fmt.Errorf("collection: resource %q has an unknown mode", r.Name)
 	}
+	for _, code := range r.Problems {
+		if _, ok := e.Codes().Lookup(code); !ok {
+			return nil, fmt.Errorf("collection: resource %q: %w: %q (register it with Engine.RegisterCodes before New)",
+				r.Name, framework.ErrCodeUnregistered, code)
+		}
+	}
+	r.Problems = slices.Clone(r.Problems)
 	if r.Singular == "" {
 		r.Singular = strings.TrimSuffix(r.Name, "s")
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"slices"
 
 	"github.com/retrysafe/retrysafe/framework"
 )
@@ -43,6 +44,7 @@ func (c *Collection[Cmd, Model]) Describe() []framework.RouteDescription {
 	if c.res.ReplaceGuardFunc != nil {
 		put.Problems = append(put.Problems, framework.CodeResourceLocked)
 	}
+	put.Problems = append(put.Problems, c.res.Problems...)
 
 	get := framework.DescribeGet(item, name+".get", "Read a "+name+" resource", rep, id)
 	get.Tags = []string{name}
@@ -119,6 +121,7 @@ func (c *Collection[Cmd, Model]) describePatch(id framework.ParamDescription) fr
 	if c.res.ReplaceGuardFunc != nil {
 		d.Problems = append(d.Problems, framework.CodeResourceLocked)
 	}
+	d.Problems = append(d.Problems, c.res.Problems...)
 	return d
 }
 
@@ -139,8 +142,8 @@ func (c *Collection[Cmd, Model]) DescribeLegacyPOST(cfg LegacyConfig) framework.
 		ReplayWindow: c.engine.Retention().ReplayWindow,
 		Responses: []framework.ResponseDescription{{Status: http.StatusCreated, Description: "Created, or a replay of the creation",
 			Body: c.representation(), Headers: framework.ReplayResponseHeaders(extra...)}},
-		Problems: append(framework.WriteProblems(), framework.CodeIdempotencyKeyMissing, framework.CodeIdempotencyKeyInvalid,
-			framework.CodeIdempotencyKeyReuse, framework.CodeResourceDeleted),
+		Problems: slices.Concat(framework.WriteProblems(), []framework.Code{framework.CodeIdempotencyKeyMissing,
+			framework.CodeIdempotencyKeyInvalid, framework.CodeIdempotencyKeyReuse, framework.CodeResourceDeleted}, c.res.Problems),
 		ProblemHeaders: extra[1:],
 	}
 }

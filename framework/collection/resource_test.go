@@ -119,6 +119,8 @@ type harness struct {
 	db  *store.DB
 	col *collection.Collection[InvoiceCommand, Invoice]
 	srv *httptest.Server
+	// engine is the engine col is built on.
+	engine *framework.Engine
 }
 
 // legacy mounts h's collection's legacy POST route (POST /v1/invoices
@@ -137,7 +139,7 @@ func (h *harness) legacy() *harness {
 	}
 	srv := httptest.NewServer(router)
 	h.t.Cleanup(srv.Close)
-	return &harness{t: h.t, db: h.db, col: h.col, srv: srv}
+	return &harness{t: h.t, db: h.db, col: h.col, srv: srv, engine: h.engine}
 }
 
 type setupOptions struct {
@@ -159,6 +161,8 @@ type setupOptions struct {
 	outbox bool
 	// clockMaxAge is the store's Config.ClockMaxAge.
 	clockMaxAge time.Duration
+	// codes are registered on the engine before the collection is built.
+	codes []framework.CodeInfo
 }
 
 // patient lets a write wait a minute for a lock and for its statement: a
@@ -195,6 +199,9 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := engine.RegisterCodes(o.codes...); err != nil {
+		t.Fatal(err)
+	}
 	res := invoiceResource(o.mode)
 	if o.resource != nil {
 		o.resource(&res)
@@ -214,7 +221,7 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 	col.Mount(router.Group("/v1", server.RequireAuth(auth, nil)))
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
-	return &harness{t: t, db: db, col: col, srv: srv}
+	return &harness{t: t, db: db, col: col, srv: srv, engine: engine}
 }
 
 type reply struct {
