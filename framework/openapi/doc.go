@@ -20,8 +20,14 @@
 // operation's replay window (in its description and in the
 // x-retrysafe-replay-window-seconds extension).
 //
+// A body of a named Go type is a component named by the type's name
+// ("Command"), qualified by its package's name only where two types share
+// it ("orders.Command", "payments.Command").
+//
 // [Config] also sets the document's servers (by default one, "/":
-// relative to where it is served), [License], [Contact] and terms of
+// relative to where it is served; a server may carry the path prefix the
+// routes are mounted under, whether or not their paths name it too, see
+// [Config.Servers]), [License], [Contact] and terms of
 // service; an operation without a summary is summarized by its ID. The
 // document passes Redocly CLI's recommended rules
 // (redocly lint --extends recommended); with no License it warns

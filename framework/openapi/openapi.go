@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"path"
 	"reflect"
 	"slices"
@@ -35,9 +36,21 @@ type Config struct {
 	// summary of the retry contract.
 	Description string
 	// Servers are base URLs of the API ("https://api.example.com"), in
-	// order of preference. Defaults to one server "/": relative to where
-	// the document is served, which is what OpenAPI assumes when the list
-	// is absent, said explicitly so that linters find a server.
+	// order of preference, each written without a trailing slash ("/"
+	// aside). Defaults to one server "/": relative to where the document
+	// is served, which is what OpenAPI assumes when the list is absent,
+	// said explicitly so that linters find a server.
+	//
+	// A client joins a server's URL and an operation's path. A server may
+	// carry a path ("https://api.example.com/shop", or "/shop"), and the
+	// routes may name it too (a collection mounted under /shop has it in
+	// its BasePath, so that its Location headers are right): either way
+	// works. When every route path starts with the servers' path, the
+	// document writes the paths relative to it (/v1/orders/{id}, never
+	// /shop/shop/v1/…); when none does, they are written as they are.
+	// Route paths of which only some start with it, or servers with
+	// different paths and route paths that start with one of them, are
+	// an error of New.
 	Servers []string
 	// License is the license of the API, in info.license. Defaults to
 	// none (redocly's recommended rules then warn: info-license).
@@ -113,13 +126,21 @@ func New(cfg Config, routes ...framework.RouteDescription) (*Document, error) {
 		}},
 	}
 	for _, s := range cfg.Servers {
-		doc.AddServer(&openapi3.Server{URL: s})
+		// A client appends a path that starts with a slash.
+		doc.AddServer(&openapi3.Server{URL: orText(strings.TrimSuffix(s, "/"), "/")})
 	}
 	doc.Components.Schemas = openapi3.Schemas{problemComponent: openapi3.NewSchemaRef("",
 		structSchema(reflect.TypeFor[framework.Problem](), outbound, 0))}
-	named := components{doc: doc, dirs: map[string]direction{}, codes: cfg.Codes}
+	named := components{doc: doc, dirs: map[string]direction{}, codes: cfg.Codes, names: componentNames(routes)}
+	base, err := serversPath(cfg.Servers, routes)
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	for _, r := range routes {
+		if base != "" {
+			r.Path = orText(strings.TrimPrefix(r.Path, base), "/")
+		}
 		key := r.Method + " " + r.Path
 		if seen[key] {
 			return nil, fmt.Errorf("openapi: %s is described twice", key)
@@ -165,23 +186,107 @@ Errors are RFC 9457 problem documents with a stable ` + "`code`" + `. ` + "`Retr
 // problemComponent is the component name of the RFC 9457 body.
 const problemComponent = "Problem"
 
-// components names the top-level body schemas of named Go types
-// ("orders.Command") in the document's components, so that tools see one
-// schema per type.
+// components names the top-level body schemas of named Go types in the
+// document's components, so that tools see one schema per type.
 type components struct {
 	doc   *openapi3.T
 	dirs  map[string]direction
 	codes *framework.Codes
+	// names are the component names of the body types ([componentNames]).
+	names map[reflect.Type]string
+}
+
+// componentNames names the named Go types of the routes' bodies (a
+// request of a route that is not a patch, a response): by the type's name
+// ("Command"), qualified by its package's name only where two types, or
+// a type and the framework's Problem, share it ("orders.Command",
+// "payments.Command"). A generic type is named without its type
+// arguments; a name that is still ambiguous gets no component, and its
+// schema is written inline.
+func componentNames(routes []framework.RouteDescription) map[reflect.Type]string {
+	byName := map[string][]reflect.Type{problemComponent: {reflect.TypeFor[framework.Problem]()}}
+	add := func(t reflect.Type) {
+		if t == nil || t.PkgPath() == "" || t.Name() == "" {
+			return
+		}
+		name, _, _ := strings.Cut(t.Name(), "[")
+		if !slices.Contains(byName[name], t) {
+			byName[name] = append(byName[name], t)
+		}
+	}
+	for _, r := range routes {
+		if !r.Patch {
+			add(r.Request)
+		}
+		for _, resp := range r.Responses {
+			add(resp.Body)
+		}
+	}
+	names, uses := map[reflect.Type]string{}, map[string]int{}
+	for name, ts := range byName {
+		for _, t := range ts {
+			if len(ts) > 1 && t != reflect.TypeFor[framework.Problem]() {
+				names[t] = path.Base(t.PkgPath()) + "." + name
+			} else {
+				names[t] = name
+			}
+			uses[names[t]]++
+		}
+	}
+	for t, name := range names {
+		if uses[name] > 1 || name == problemComponent {
+			delete(names, t)
+		}
+	}
+	return names
+}
+
+// serversPath is the path that every server in servers carries and every
+// route path starts with ([Config.Servers]): the document writes the
+// route paths relative to it. It is "" when the paths are written as they
+// are.
+func serversPath(servers []string, routes []framework.RouteDescription) (string, error) {
+	var paths []string
+	for _, s := range servers {
+		p := ""
+		if u, err := url.Parse(s); err == nil {
+			p = strings.TrimSuffix(u.Path, "/")
+		}
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	under := func(p string) (n int) {
+		for _, r := range routes {
+			if p != "" && (r.Path == p || strings.HasPrefix(r.Path, p+"/")) {
+				n++
+			}
+		}
+		return n
+	}
+	if len(paths) > 1 {
+		for _, p := range paths {
+			if under(p) > 0 {
+				return "", fmt.Errorf("openapi: the servers have different paths (%s), and route paths start with %s: "+
+					"give the servers one path, or route paths without it", strings.Join(paths, ", "), p)
+			}
+		}
+		return "", nil
+	}
+	switch n := under(paths[0]); {
+	case n == 0:
+		return "", nil
+	case n < len(routes):
+		return "", fmt.Errorf("openapi: %d of %d route paths start with the servers' path %s: all or none must", n, len(routes), paths[0])
+	}
+	return paths[0], nil
 }
 
 // body returns a reference to the component of t, adding it on first use;
-// an unnamed type, or a name already used in the other direction, is
-// inlined.
+// a type [componentNames] did not name, or a name already used in the
+// other direction, is inlined.
 func (c components) body(t reflect.Type, dir direction) *openapi3.SchemaRef {
-	name := ""
-	if t.Name() != "" && t.PkgPath() != "" {
-		name = path.Base(t.PkgPath()) + "." + t.Name()
-	}
+	name := c.names[t]
 	if d, ok := c.dirs[name]; name == "" || (ok && d != dir) {
 		return openapi3.NewSchemaRef("", schemaFor(t, dir))
 	}

@@ -2,13 +2,17 @@ package openapi_test
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/openapi"
@@ -78,7 +82,7 @@ func TestSchemasFollowValidateTags(t *testing.T) {
 	if d := props["tag"].Value.Description; !strings.Contains(d, "sku_format") {
 		t.Fatalf("a custom rule is not named: %q", d)
 	}
-	if ref := op.RequestBody.Value.Content.Get("application/json").Schema.Ref; ref != "#/components/schemas/openapi_test.command" {
+	if ref := op.RequestBody.Value.Content.Get("application/json").Schema.Ref; ref != "#/components/schemas/command" {
 		t.Fatalf("request body ref %q, want the command's component", ref)
 	}
 	if _, ok := props["internal"]; ok || *body.AdditionalProperties.Has {
@@ -179,4 +183,105 @@ func TestServersDefaultToRelative(t *testing.T) {
 		License: &openapi.License{Name: "x", Identifier: "MIT", URL: "https://example.test/mit"}}, route()); err == nil {
 		t.Fatal("a license with both an identifier and a URL was accepted")
 	}
+}
+
+// TestServersWithAPath: a server URL with a path and route paths that
+// carry it too (a collection mounted under that prefix names it in its
+// BasePath) describe each operation once, relative to the server, so that
+// the URL a client joins from server and path is the one served, not
+// /shop/shop/…; route paths without the prefix are written as they are.
+// A mix that no document can describe is an error.
+func TestServersWithAPath(t *testing.T) {
+	t.Parallel()
+	under := func(prefix string) framework.RouteDescription {
+		r := route()
+		r.Path = prefix + r.Path
+		return r
+	}
+	list := framework.DescribeGet("/shop/v1/things", "things.list", "List things", reflect.TypeFor[[]representation]())
+	var docs []*openapi.Document
+	for _, tc := range []struct {
+		name    string
+		servers []string
+		routes  []framework.RouteDescription
+	}{
+		{"route paths with the prefix", []string{"https://api.example.test/shop", "/shop"}, []framework.RouteDescription{under("/shop"), list}},
+		{"a server path with a trailing slash", []string{"/shop/"}, []framework.RouteDescription{under("/shop")}},
+		{"route paths without it", []string{"https://api.example.test/shop"}, []framework.RouteDescription{route()}},
+	} {
+		doc, err := openapi.New(openapi.Config{Title: "t", Version: "1", Servers: tc.servers,
+			License: &openapi.License{Name: "Apache 2.0", Identifier: "Apache-2.0"}}, tc.routes...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if doc.T().Paths.Value("/v1/things/{id}") == nil || doc.T().Paths.Find("/shop/v1/things/{id}") != nil {
+			t.Fatalf("%s: paths %v", tc.name, doc.T().Paths.InMatchingOrder())
+		}
+		if len(tc.routes) > 1 && doc.T().Paths.Value("/v1/things") == nil {
+			t.Fatalf("%s: paths %v", tc.name, doc.T().Paths.InMatchingOrder())
+		}
+		router, err := legacy.NewRouter(doc.T())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The URL a client joins from the first server and the path.
+		target := strings.TrimSuffix(tc.servers[0], "/") + "/v1/things/6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f"
+		if !strings.HasPrefix(target, "https://api.example.test/shop/") && !strings.HasPrefix(target, "/shop/") {
+			t.Fatalf("%s: a client calls %s", tc.name, target)
+		}
+		req := httptest.NewRequest(http.MethodPost, target, nil)
+		if route, _, err := router.FindRoute(req); err != nil || route.Operation.OperationID != "things.create" {
+			t.Fatalf("%s: POST %s is not the described operation: %v", tc.name, target, err)
+		}
+		if u := doc.T().Servers[0].URL; u != strings.TrimSuffix(tc.servers[0], "/") {
+			t.Fatalf("%s: server %s", tc.name, u)
+		}
+		docs = append(docs, doc)
+	}
+
+	for name, cfg := range map[string]struct {
+		servers []string
+		routes  []framework.RouteDescription
+	}{
+		"some route paths with the prefix":  {[]string{"/shop"}, []framework.RouteDescription{under("/shop"), framework.DescribeGet("/v1/x", "x", "x", nil)}},
+		"servers with different paths":      {[]string{"/shop", "/store"}, []framework.RouteDescription{under("/shop")}},
+		"one server with the path, one not": {[]string{"https://api.example.test/shop", "http://localhost:8080"}, []framework.RouteDescription{under("/shop")}},
+	} {
+		if _, err := openapi.New(openapi.Config{Title: "t", Version: "1", Servers: cfg.servers}, cfg.routes...); err == nil {
+			t.Fatalf("%s: accepted", name)
+		}
+	}
+	for _, doc := range docs {
+		redocly.Lint(t, doc.JSON())
+	}
+}
+
+// Problem is a type of the application's own that shares its name with
+// the framework's problem body.
+type Problem struct {
+	Reason string `json:"reason"`
+}
+
+// TestComponentNames: a body's component is named by its Go type's name,
+// without the package it is declared in ("command", not
+// "openapi_test.command"); only names that two types share are qualified
+// by their packages, and the framework's Problem keeps its name.
+func TestComponentNames(t *testing.T) {
+	t.Parallel()
+	values := framework.DescribeGet("/v1/values", "values.get", "Values", reflect.TypeFor[url.Values]())
+	problem := framework.DescribeGet("/v1/problem", "problem.get", "A problem of the application's own", reflect.TypeFor[Problem]())
+	things := framework.DescribeGet("/v1/things", "things.list", "Things", reflect.TypeFor[Values]())
+	doc, err := openapi.New(openapi.Config{Title: "t", Version: "1"}, route(), values, problem, things)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := slices.Sorted(maps.Keys(doc.T().Components.Schemas))
+	if want := []string{"Problem", "command", "openapi_test.Problem", "openapi_test.Values", "representation", "url.Values"}; !slices.Equal(got, want) {
+		t.Fatalf("components %v, want %v", got, want)
+	}
+}
+
+// Values shares its name with url.Values.
+type Values struct {
+	N int `json:"n"`
 }
