@@ -1,12 +1,9 @@
 package collection
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -16,7 +13,6 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
@@ -268,128 +264,115 @@ func applyPatch(format patchFormat, doc, patch []byte, maxBytes int64) ([]byte, 
 	if err != nil {
 		return nil, &framework.Error{Code: framework.CodeMalformedJSON, Detail: "the body is not a JSON Patch (a list of operations)", Err: err}
 	}
-	aliased, err := aliasIndexLikeNames(ops)
-	if err == nil && aliased {
-		doc, err = renameMembers(doc, toAlias)
-	}
-	if err != nil {
-		return nil, &framework.Error{Code: framework.CodeMalformedJSON, Detail: "the body is not a JSON Patch (a list of operations)", Err: err}
-	}
 	opts := jsonpatch.NewApplyOptions()
 	opts.AccumulatedCopySizeLimit = maxBytes
 	opts.SupportNegativeIndices = false
-	out, err := ops.ApplyWithOptions(doc, opts)
-	if err != nil {
-		// The reason speaks of the tokens as sent, not of their aliases.
-		reason := strings.NewReplacer(aliasMark, "", `\x00`, "").Replace(err.Error())
-		if aliased && errors.Is(err, strconv.ErrSyntax) {
-			reason = "an array index must be 0 or a number without a sign or leading zeros (RFC 6901): " + reason
+	if !hasIndexLikeTokens(ops) {
+		out, err := ops.ApplyWithOptions(doc, opts)
+		if err != nil {
+			return nil, patchFailed(err.Error(), err)
 		}
-		return nil, &framework.Error{Code: framework.CodeValidationFailed, Detail: "the JSON Patch cannot be applied to the resource",
-			Fields: []framework.FieldError{{Field: "", Reason: reason}}, Err: err}
+		return out, nil
 	}
-	if aliased {
-		return renameMembers(out, fromAlias)
+	// json-patch reads an index with strconv.Atoi, which takes 01 and +0:
+	// each operation's pointers are checked against the document as that
+	// operation finds it, then the operation is applied alone.
+	for i, op := range ops {
+		var cur any
+		if err := json.Unmarshal(doc, &cur); err != nil {
+			return nil, err
+		}
+		for _, field := range [...]string{"path", "from"} {
+			if bad, ok := forbiddenIndex(cur, op, field); ok {
+				return nil, patchFailed(fmt.Sprintf("operation %d: %s %q: an array index must be 0 or digits without a sign or leading zeros (RFC 6901)", i, field, bad), nil)
+			}
+		}
+		out, err := jsonpatch.Patch{op}.ApplyWithOptions(doc, opts)
+		if err != nil {
+			return nil, patchFailed(err.Error(), err)
+		}
+		if op.Kind() == "copy" {
+			opts.AccumulatedCopySizeLimit -= max(0, int64(len(out)-len(doc)))
+			if opts.AccumulatedCopySizeLimit <= 0 {
+				return nil, patchFailed("the copies of the JSON Patch grow the resource past the body limit", nil)
+			}
+		}
+		doc = out
 	}
-	return out, nil
+	return doc, nil
 }
 
-// aliasMark starts the alias of a member name that json-patch would read
-// as an array index. Its NUL can be in no member name of a document or a
-// patch: Bind and CheckJSON refuse it.
-const aliasMark = "\x00"
+// patchFailed is the validation_failed answer to a JSON Patch that cannot
+// be applied to the resource.
+func patchFailed(reason string, err error) error {
+	return &framework.Error{Code: framework.CodeValidationFailed, Detail: "the JSON Patch cannot be applied to the resource",
+		Fields: []framework.FieldError{{Field: "", Reason: reason}}, Err: err}
+}
 
-// aliasIndexLikeNames rewrites the paths of ops so that json-patch reads
-// every token RFC 6901 forbids as an array index (-1, 01, +0: what
-// strconv.Atoi takes but is not 0 or a number without a sign or leading
-// zeros) as a member name, never as an index: the token becomes its
-// alias, aliasMark + token, which no array index parses as, so on an
-// array it fails, and on an object it names the member whose name is
-// aliased the same way in the document (renameMembers) and in the
-// operations' values, here. It reports whether it aliased anything; the
-// caller then renames the document's members and, after the patch, back.
-func aliasIndexLikeNames(ops jsonpatch.Patch) (bool, error) {
-	aliased := false
+// indexLike reports whether tok is a token strconv.Atoi takes that RFC 6901
+// does not spell as an array index (-1, 01, +0, 00): on an array it must
+// be refused, on an object it is a member name like any other.
+func indexLike(tok string) bool {
+	if _, err := strconv.Atoi(tok); err != nil {
+		return false
+	}
+	return tok != "0" && (tok[0] < '1' || tok[0] > '9')
+}
+
+// hasIndexLikeTokens reports whether a pointer of ops holds a token that
+// [indexLike] reports.
+func hasIndexLikeTokens(ops jsonpatch.Patch) bool {
 	for _, op := range ops {
-		for _, field := range []string{"path", "from"} {
-			raw := op[field]
-			if raw == nil {
+		for _, field := range [...]string{"path", "from"} {
+			ptr, err := pointer(op, field)
+			if err != nil {
 				continue
 			}
-			var ptr string
-			if err := json.Unmarshal(*raw, &ptr); err != nil {
-				return false, err
-			}
-			tokens := strings.Split(ptr, "/")
-			changed := false
-			for i, tok := range tokens {
-				if name, ok := toAlias(tok); ok && i > 0 {
-					tokens[i], changed = name, true
+			for _, tok := range strings.Split(ptr, "/")[1:] {
+				if indexLike(tok) {
+					return true
 				}
 			}
-			if !changed {
-				continue
-			}
-			b, err := json.Marshal(strings.Join(tokens, "/"))
-			if err != nil {
-				return false, err
-			}
-			*raw, aliased = b, true
 		}
 	}
-	if !aliased {
-		return false, nil
-	}
-	for _, op := range ops {
-		if raw := op["value"]; raw != nil {
-			b, err := renameMembers(*raw, toAlias)
-			if err != nil {
-				return false, err
-			}
-			*raw = b
-		}
-	}
-	return true, nil
+	return false
 }
 
-// toAlias is the alias of a member name json-patch would take for an
-// array index that RFC 6901 forbids.
-func toAlias(name string) (string, bool) {
-	digits := strings.TrimLeft(name, "+-")
-	if digits == "" || len(name)-len(digits) > 1 || strings.Trim(digits, "0123456789") != "" {
+// pointer is op's "path" or "from".
+func pointer(op jsonpatch.Operation, field string) (string, error) {
+	if field == "from" {
+		return op.From()
+	}
+	return op.Path()
+}
+
+// forbiddenIndex walks op's pointer named field through doc and returns
+// the first token that addresses an array in a spelling RFC 6901 forbids.
+// A walk that leaves the document stops: applying the operation reports
+// that.
+func forbiddenIndex(doc any, op jsonpatch.Operation, field string) (string, bool) {
+	ptr, err := pointer(op, field)
+	if err != nil || ptr == "" {
 		return "", false
 	}
-	if name == digits && (name == "0" || name[0] != '0') {
-		return "", false // an index as RFC 6901 spells it
-	}
-	return aliasMark + name, true
-}
-
-// fromAlias is the member name of an alias.
-func fromAlias(name string) (string, bool) { return strings.CutPrefix(name, aliasMark) }
-
-// renameMembers rewrites the JSON document doc with every object member
-// whose name rename maps renamed, at any depth; everything else is kept.
-func renameMembers(doc []byte, rename func(string) (string, bool)) ([]byte, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(doc))
-	var out bytes.Buffer
-	enc := jsontext.NewEncoder(&out)
-	for {
-		tok, err := dec.ReadToken()
-		if errors.Is(err, io.EOF) {
-			return out.Bytes(), nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		// A string read as the odd token of an object is a member name.
-		if kind, n := dec.StackIndex(dec.StackDepth()); tok.Kind() == '"' && kind == '{' && n%2 == 1 {
-			if name, ok := rename(tok.String()); ok {
-				tok = jsontext.String(name)
+	cur := doc
+	for _, tok := range strings.Split(ptr, "/")[1:] {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		switch node := cur.(type) {
+		case map[string]any:
+			cur = node[tok]
+		case []any:
+			if indexLike(tok) {
+				return tok, true
 			}
-		}
-		if err := enc.WriteToken(tok); err != nil {
-			return nil, err
+			n, err := strconv.Atoi(tok)
+			if err != nil || n < 0 || n >= len(node) {
+				return "", false
+			}
+			cur = node[n]
+		default:
+			return "", false
 		}
 	}
+	return "", false
 }
