@@ -52,7 +52,9 @@
 // The routes live on a gin engine, an http.Handler: a net/http or chi
 // service mounts it under a prefix of its own (http.StripPrefix, with the
 // prefix in collection.Resource.BasePath; see the collection package's
-// Example_serveMux). Loggers are
+// Example_serveMux) and serves its root handler through server.New or
+// behind server.Framing (no request smuggled after another's body, no
+// singleton field sent twice with different values). Loggers are
 // *slog.Logger; with zap, slog.New(zapslog.NewHandler(core)) from
 // go.uber.org/zap/exp/zapslog. [EngineConfig.RequestLogLevel] sets the
 // level of the events each request logs (Info by default); failures keep

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
+	"github.com/retrysafe/retrysafe/framework/server"
 	"github.com/retrysafe/retrysafe/internal/testclock"
 )
 
@@ -76,6 +78,29 @@ func newEnv(t testing.TB, dsn string, cfg ...func(*app.Config)) *env {
 	return &env{t: t, app: a, srv: srv, clock: c}
 }
 
+// serveAsTheDemo serves e's handler as cmd/demo serves it, through
+// server.New with cfg, on a real listener, and returns its address; the
+// server is closed with the test.
+func (e *env) serveAsTheDemo(cfg server.Config) string {
+	e.t.Helper()
+	srv, err := server.New(e.app.Handler(), cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = srv.Close()
+	})
+	return ln.Addr().String()
+}
+
 // response is a fully read HTTP response.
 type response struct {
 	Status int
@@ -103,11 +128,17 @@ func (r response) Code(t testing.TB) string {
 	return code
 }
 
-// do sends a request; headers are name, value pairs. An empty token sends
-// no Authorization header.
+// do sends a request; headers are name, value pairs, added to those
+// already set. An empty token sends no Authorization header.
 func (e *env) do(method, path, token string, body []byte, headers ...string) response {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(body))
+	return e.doAt(e.srv.URL, method, path, token, body, headers...)
+}
+
+// doAt is [env.do] sent to the server at base.
+func (e *env) doAt(base, method, path, token string, body []byte, headers ...string) response {
+	e.t.Helper()
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
 	if err != nil {
 		e.t.Fatalf("new request: %v", err)
 	}

@@ -3,7 +3,6 @@ package tests
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,22 +24,7 @@ import (
 func serveWithLimits(t *testing.T, cfg server.Config) (string, *env) {
 	t.Helper()
 	e := newEnv(t, testdb.New(t, "sqlite"))
-	srv, err := server.New(e.app.Handler(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		_ = srv.Close()
-	})
-	return ln.Addr().String(), e
+	return e.serveAsTheDemo(cfg), e
 }
 
 // waitClosed reads from c until the server closes it and returns how long

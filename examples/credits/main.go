@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(svc.Handler, server.Config{}) // header, body, write and idle timeouts
+	srv, err := server.New(svc.Handler, server.Config{}) // timeouts; framing: no smuggled requests
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func run(ctx context.Context, dsn, addr string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(handler, server.Config{}) // header, body, write and idle timeouts
+	srv, err := server.New(handler, server.Config{}) // timeouts; framing: no smuggled requests
 	if err != nil {
 		return err
 	}

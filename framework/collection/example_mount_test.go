@@ -57,7 +57,9 @@ func Example_serveMux() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	mux.Handle("/notes-api/", http.StripPrefix("/notes-api", router))
-	srv := httptest.NewServer(mux)
+	// Every route of the process behind the framing rules (server.New
+	// applies them to the *http.Server it builds).
+	srv := httptest.NewServer(server.Framing(mux))
 	defer srv.Close()
 
 	put := func() (*http.Response, string) {

@@ -98,10 +98,18 @@ func PrincipalFromContext(ctx context.Context) (Principal, bool) {
 // handler (and so before any replay) runs: a key is never a credential. A
 // request it refuses is answered 401 unauthenticated with
 // WWW-Authenticate: Bearer, without its body being read, and its connection
-// is closed. Handlers behind it read the tenant with [Tenant] or
-// [PrincipalFromContext].
+// is closed. Authorization sent twice with different values is 400
+// validation_failed, as [Framing] answers it on every route, so that the
+// tenant served is the one every reader of the request sees, also where
+// the server does not run Framing. Handlers behind it read the tenant
+// with [Tenant] or [PrincipalFromContext].
 func RequireAuth(a Authenticator, logger *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		if repeated(c.Request.Header, wire.HeaderAuthorization) {
+			refuseRepeated(c.Writer, c.Request, wire.HeaderAuthorization)
+			c.Abort()
+			return
+		}
 		p, err := a.Authenticate(c.Request)
 		if err != nil {
 			closeWithoutReading(c.Writer)

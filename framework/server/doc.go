@@ -8,8 +8,13 @@
 //     that does not answer gives 503 unavailable by then. [Detach] keeps
 //     it for work that must outlive the client.
 //   - [New] and [Config]: an *http.Server with header, body, write and idle
-//     timeouts. [RequireAuth] answers a refused request without reading
-//     its body.
+//     timeouts, serving its handler behind [Framing]. [RequireAuth]
+//     answers a refused request without reading its body.
+//   - [Framing]: no request runs hidden in another's body (the connection
+//     of a chunked or HTTP/1.0 request is closed after its answer), and a
+//     singleton field (Authorization, Idempotency-Key, If-Match,
+//     Content-Type) sent twice with different values is 400. A service
+//     with an *http.Server of its own wraps its root handler in it.
 //   - [Readiness]: a /readyz handler, 503 while the database does not
 //     answer.
 //   - [StorableText]: NUL and invalid UTF-8 in paths and queries are 400

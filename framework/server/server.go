@@ -46,10 +46,10 @@ type Config struct {
 	MaxHeaderBytes int
 }
 
-// New returns an *http.Server serving h with the limits of cfg, so
-// that slow or idle clients cannot hold connections (and file descriptors)
-// for ever. Set Addr on it, or pass a listener to Serve. Negative settings
-// are an error.
+// New returns an *http.Server serving h behind [Framing] with the limits
+// of cfg, so that slow or idle clients cannot hold connections (and file
+// descriptors) for ever and no request runs hidden in another's body. Set
+// Addr on it, or pass a listener to Serve. Negative settings are an error.
 func New(h http.Handler, cfg Config) (*http.Server, error) {
 	if h == nil {
 		return nil, errors.New("server: New needs a handler")
@@ -67,7 +67,7 @@ func New(h http.Handler, cfg Config) (*http.Server, error) {
 		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	return &http.Server{
-		Handler:           h,
+		Handler:           Framing(h),
 		ReadHeaderTimeout: or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 		ReadTimeout:       or(cfg.ReadTimeout, DefaultReadTimeout),
 		WriteTimeout:      or(cfg.WriteTimeout, DefaultWriteTimeout),
