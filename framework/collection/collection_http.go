@@ -21,17 +21,25 @@ import (
 //
 //	PUT    /{name}/:id   create, converge or replace (If-Match, If-None-Match: *)
 //	PATCH  /{name}/:id   merge patch or JSON Patch, written as a replace (If-Match);
-//	                     create-or-replace resources only
+//	                     on a create-only resource 405 method_not_allowed
 //	GET    /{name}/:id   the representation and its ETag (If-None-Match → 304)
 //	HEAD   /{name}/:id   the same without a body
 //	DELETE /{name}/:id   tombstone (If-Match)
 //	GET    /{name}       a page of the tenant's resources, newest first,
 //	HEAD   /{name}       filtered by the resource's Filters (?status=draft)
+//
+// A create-only resource's PATCH is answered by the collection itself,
+// 405 with Allow: PUT, GET, HEAD, DELETE, whether or not the router
+// answers 405 for methods it has no route for (server.UseProblemHandlers);
+// on a router that does, the Allow of another refused method (POST)
+// lists PATCH as well.
 func (c *Collection[Cmd, Model]) Mount(g gin.IRouter) {
 	base := "/" + c.res.Name
 	g.PUT(base+"/:id", c.handlePut)
 	if c.res.Mode == CreateOrReplace {
 		g.PATCH(base+"/:id", c.handlePatch)
+	} else {
+		g.PATCH(base+"/:id", c.refusePatch)
 	}
 	g.GET(base+"/:id", c.handleGet)
 	g.HEAD(base+"/:id", c.handleGet)
@@ -138,6 +146,15 @@ func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, sta
 		}
 	}
 	c.written(g, pattern, start, req.Tenant, req.ID, res, key)
+}
+
+// refusePatch answers a PATCH of a create-only resource: 405
+// method_not_allowed with the methods its items have, without reading the
+// body.
+func (c *Collection[Cmd, Model]) refusePatch(g *gin.Context) {
+	_, err := c.checkPatch(&PatchRequest{})
+	g.Header("Allow", "PUT, GET, HEAD, DELETE")
+	c.fail(g, "", err)
 }
 
 // handlePatch reads the patch document, runs the PATCH and writes the

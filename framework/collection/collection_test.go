@@ -359,6 +359,36 @@ func TestCreateOnlyRefusesADifferentBody(t *testing.T) {
 	})
 }
 
+// TestCreateOnlyPatchIs405: a PATCH of a create-only resource is 405
+// method_not_allowed as problem+json with the methods its items have in
+// Allow, on a router that has no 405 of its own (gin answered its
+// text/plain 404), and nothing is written: the row keeps its version and
+// body, no creation event. Without a token it is 401 like every route of
+// the collection.
+func TestCreateOnlyPatchIs405(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		h := setup(t, dsn, func(o *setupOptions) { o.mode = collection.CreateOnly })
+		id := uuid.New()
+		wantStatus(t, h.do("PUT", invoicePath(id), "tok1", invoiceBody("a", 1)), http.StatusCreated)
+		for _, ct := range []string{"application/merge-patch+json", "application/json-patch+json"} {
+			r := h.do("PATCH", invoicePath(id), "tok1", []byte(`{"customer":"b"}`), "Content-Type", ct, "If-Match", `"1"`)
+			wantStatus(t, r, http.StatusMethodNotAllowed)
+			if r.Header.Get("Content-Type") != "application/problem+json" || r.code(t) != "method_not_allowed" ||
+				r.Header.Get("Allow") != "PUT, GET, HEAD, DELETE" {
+				t.Fatalf("PATCH %s: %v %s", ct, r.Header, r.Body)
+			}
+		}
+		wantStatus(t, h.do("PATCH", invoicePath(id), "nobody", []byte(`{"customer":"b"}`)), http.StatusUnauthorized)
+		if r := h.row(id); r.Customer != "a" || r.Version != 1 {
+			t.Fatalf("resource changed: %+v", r)
+		}
+		if n := h.count("invoice_events", "1=1"); n != 1 {
+			t.Fatalf("creation-hook rows = %d", n)
+		}
+	})
+}
+
 // TestTransactionalTwinsRollBackWithTheCaller: PutTx, PatchTx, DeleteTx
 // and SetStatusTx write nothing when the caller's transaction rolls back.
 func TestTransactionalTwinsRollBackWithTheCaller(t *testing.T) {
