@@ -25,8 +25,10 @@
 //
 // Start-up: it listens at once and answers /healthz 200 and everything else
 // 503 unavailable (Retry-After) until the database is connected and
-// migrated, retried with backoff (startup.go); the line "retrysafe demo
-// listening on http://…" is printed once it is ready to serve.
+// migrated, retried with backoff (startup.go). When the first attempt
+// fails it prints "retrysafe demo waiting for the database …"; the line
+// "retrysafe demo listening on http://…" is printed once it is ready to
+// serve: its own /readyz, asked through its listener, answers 200.
 //
 // -lease, -recovery-interval and -pause-at are for fault tests (faults.go).
 package main
@@ -140,9 +142,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	}
 
+	waiting := func() { fmt.Fprintf(stdout, "%s (http://%s answers 503 until then)\n", waitingLine, ln.Addr()) }
 	a, err := connectApp(ctx, app.Config{DSN: *dsn, Tokens: tokens, Logger: logger, RequestLogLevel: requestLogLevel, TracerProvider: tp,
 		Events: app.EventsConfig{NATSURL: *natsURL, Relay: outbox.Config{Retention: *outboxRetention}}, PostKeys: postKeys, RequestDeadline: *deadline,
-		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement, MaxOpenConns: *pool, ReplicaDSN: *replica}}, logger)
+		Store: store.Config{ConnectTimeout: *connect, StatementTimeout: *statement, MaxOpenConns: *pool, ReplicaDSN: *replica}}, logger, waiting)
 	if err != nil {
 		_ = shutdown()
 		if ctx.Err() != nil {
@@ -156,9 +159,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	gate.ready(a.Handler())
-	// The one line says the service is ready to serve, not merely bound:
+	// The ready line says the service is ready to serve, not merely bound:
 	// tests and scripts wait for it before sending requests.
-	fmt.Fprintf(stdout, "retrysafe demo listening on http://%s\n", ln.Addr())
+	if err := awaitReady(ctx, ln.Addr(), logger); err != nil {
+		_ = shutdown()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "%s http://%s\n", readyLine, ln.Addr())
 	select {
 	case err := <-errc:
 		return err

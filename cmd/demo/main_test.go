@@ -60,11 +60,15 @@ func start(t *testing.T, args []string, env map[string]string, stderr io.Writer)
 		done <- run(ctx, args, func(k string) string { return env[k] }, pw, stderr)
 		pw.Close()
 	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
+	br := bufio.NewReader(pr)
+	line, err := br.ReadString('\n')
+	for err == nil && strings.HasPrefix(line, waitingLine) {
+		line, err = br.ReadString('\n')
+	}
 	if err != nil {
 		t.Fatalf("no ready line: %v", err)
 	}
-	base, ok := strings.CutPrefix(strings.TrimSpace(line), "retrysafe demo listening on ")
+	base, ok := strings.CutPrefix(strings.TrimSpace(line), readyLine+" ")
 	if !ok {
 		t.Fatalf("ready line = %q", line)
 	}

@@ -16,8 +16,10 @@ import (
 
 // TestStartsBeforeItsDatabase starts the demo while its PostgreSQL is down,
 // as a supervisor may: /healthz answers at once, /readyz and requests 503
-// unavailable with Retry-After; once the database is up the demo connects,
-// migrates, prints its ready line, and serves (readyz 200, a PUT 201).
+// unavailable with Retry-After, and its first line says it waits for the
+// database (before, it printed nothing until it was ready); once the
+// database is up the demo connects, migrates, prints its ready line, and
+// serves (readyz 200, a PUT 201).
 func TestStartsBeforeItsDatabase(t *testing.T) {
 	t.Parallel()
 	pg := pgtemp.Start(t)
@@ -40,10 +42,13 @@ func TestStartsBeforeItsDatabase(t *testing.T) {
 		done <- run(ctx, []string{"-addr", addr, "-db", dsn}, func(string) string { return "" }, pw, io.Discard)
 		pw.Close()
 	}()
-	readyLine := make(chan string, 1)
+	lines := make(chan string, 2)
 	go func() {
-		line, _ := bufio.NewReader(pr).ReadString('\n')
-		readyLine <- line
+		br := bufio.NewReader(pr)
+		for range 2 {
+			line, _ := br.ReadString('\n')
+			lines <- line
+		}
 		_, _ = io.Copy(io.Discard, pr)
 	}()
 
@@ -96,14 +101,26 @@ func TestStartsBeforeItsDatabase(t *testing.T) {
 				method, path, res.StatusCode, problem.Code, res.Header.Get("Retry-After"), res.Header.Get("Content-Type"))
 		}
 	}
+	// The first attempt to connect fails at once (connection refused);
+	// the minute only bounds a demo that never says so.
 	select {
-	case line := <-readyLine:
-		t.Fatalf("ready line %q printed before the database was up", line)
+	case line := <-lines:
+		if !strings.HasPrefix(line, waitingLine+" (") || !strings.Contains(line, base) {
+			t.Fatalf("first line while the database is down = %q, want the waiting line", line)
+		}
+	case err := <-done:
+		t.Fatalf("the demo exited while its database was down: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("no waiting line while the database is down")
+	}
+	select {
+	case line := <-lines:
+		t.Fatalf("line %q printed before the database was up", line)
 	default:
 	}
 
 	pg.Restart()
-	if line := <-readyLine; !strings.HasPrefix(line, "retrysafe demo listening on "+base) {
+	if line := <-lines; !strings.HasPrefix(line, readyLine+" "+base) {
 		t.Fatalf("ready line = %q", line)
 	}
 	if res := send(http.MethodGet, "/readyz"); res.StatusCode != http.StatusOK {
