@@ -178,6 +178,8 @@ type Collection[Cmd, Model any] struct {
 	renders *framework.ReplayCache[[]byte]
 	// first is the insert-first policy of its PUTs ([insertFirst]).
 	first insertFirst
+	// stamps is the step of the table's time columns ([stamps]).
+	stamps stamps
 }
 
 // child is a has-many association of the model, resolved by gorm's schema.
@@ -549,9 +551,13 @@ func (c *Collection[Cmd, Model]) childTables() []ChildTable {
 // ErrUniqueViolation, and nothing of it commits; Put then reads, or takes
 // the INSERT … ON CONFLICT path.
 func (c *Collection[Cmd, Model]) create(ctx context.Context, p *put[Model]) (Result, error) {
+	now, err := c.stamp(ctx, c.engine.DB().Gorm, p.state.DBNow)
+	if err != nil {
+		return Result{}, err
+	}
 	var res Result
-	err := c.engine.DB().Write(ctx, func(tx *gorm.DB) error {
-		if err := c.rows.Create(ctx, tx, InsertRowParams{Table: p.key.Table, Row: c.newRow(p)}); err != nil {
+	err = c.engine.DB().Write(ctx, func(tx *gorm.DB) error {
+		if err := c.rows.Create(ctx, tx, InsertRowParams{Table: p.key.Table, Row: c.newRow(p, now)}); err != nil {
 			return err
 		}
 		var err error
@@ -564,18 +570,23 @@ func (c *Collection[Cmd, Model]) create(ctx context.Context, p *put[Model]) (Res
 	return res, nil
 }
 
-// newRow sets the system columns of a new row on p's model and returns it.
-func (c *Collection[Cmd, Model]) newRow(p *put[Model]) *Model {
+// newRow sets the system columns of a new row on p's model, created at
+// now ([Collection.stamp]), and returns it.
+func (c *Collection[Cmd, Model]) newRow(p *put[Model], now time.Time) *Model {
 	sys := any(p.model).(Row).SystemColumns()
 	*sys = System{TenantID: p.key.Tenant, ID: p.key.ID, Version: 1, Status: c.res.InitialStatus,
-		CreateFingerprint: p.state.Fingerprint, Fingerprint: p.state.Fingerprint, CreatedAt: p.state.DBNow, UpdatedAt: p.state.DBNow}
+		CreateFingerprint: p.state.Fingerprint, Fingerprint: p.state.Fingerprint, CreatedAt: now, UpdatedAt: now}
 	return p.model
 }
 
 // insert tries the INSERT … ON CONFLICT DO NOTHING; when it happened it
 // goes on as [Collection.created].
 func (c *Collection[Cmd, Model]) insert(ctx context.Context, tx *gorm.DB, p *put[Model]) (Result, bool, error) {
-	inserted, err := c.rows.Insert(ctx, tx, InsertRowParams{Table: p.key.Table, Row: c.newRow(p)})
+	now, err := c.stamp(ctx, tx, p.state.DBNow)
+	if err != nil {
+		return Result{}, false, err
+	}
+	inserted, err := c.rows.Insert(ctx, tx, InsertRowParams{Table: p.key.Table, Row: c.newRow(p, now)})
 	if err != nil || !inserted {
 		return Result{}, false, uniqueProblem(err)
 	}
@@ -639,10 +650,14 @@ func (c *Collection[Cmd, Model]) insertChildren(ctx context.Context, tx *gorm.DB
 // and replaces its child rows. The replace guard was asked by the
 // decision.
 func (c *Collection[Cmd, Model]) replace(ctx context.Context, tx *gorm.DB, p *put[Model], cur *Model) (Result, error) {
+	now, err := c.stamp(ctx, tx, p.state.DBNow)
+	if err != nil {
+		return Result{}, err
+	}
 	old := any(cur).(Row).SystemColumns()
 	sys := any(p.model).(Row).SystemColumns()
 	*sys = *old
-	sys.Version, sys.Fingerprint, sys.UpdatedAt = old.Version+1, p.state.Fingerprint, p.state.DBNow
+	sys.Version, sys.Fingerprint, sys.UpdatedAt = old.Version+1, p.state.Fingerprint, now
 	ok, err := c.rows.Update(ctx, tx, UpdateRowParams{Key: p.key, Version: old.Version, Row: p.model, Columns: c.updateColumns})
 	if err != nil {
 		return Result{}, uniqueProblem(err)

@@ -208,6 +208,49 @@ func TestConditionalRequests(t *testing.T) {
 	})
 }
 
+// TestCreateETagStaysCurrentOnTheApplicationsTable: on the application's
+// own *gorm.DB, whose AutoMigrate makes the time columns gorm's default
+// makes (DATETIME(3) on MariaDB, milliseconds where the database clock has
+// microseconds), the ETag and the body a create answers are the stored
+// resource's: a later GET answers them byte for byte, and an If-Match with
+// the create's ETag applies, every time, whether the create inserted first
+// (stamped with the estimated clock) or read first.
+func TestCreateETagStaysCurrentOnTheApplicationsTable(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		for _, readFirst := range []bool{false, true} {
+			h := setup(t, dsn, ownHandle, func(o *setupOptions) {
+				o.resource = func(r *collection.Resource[InvoiceCommand, Invoice]) { r.ReadFirst = readFirst }
+			})
+			differed, mismatched := 0, 0
+			var first string
+			for i := range 20 {
+				id := uuid.New()
+				created := h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_1", i))
+				wantStatus(t, created, http.StatusCreated)
+				got := h.do("GET", invoicePath(id), "tok1", nil)
+				wantStatus(t, got, http.StatusOK)
+				if !bytes.Equal(got.Body, created.Body) || got.Header.Get("ETag") != created.Header.Get("ETag") {
+					differed++
+					first = fmt.Sprintf("the create answered %s %s, a GET %s %s",
+						created.Header.Get("ETag"), created.Body, got.Header.Get("ETag"), got.Body)
+				}
+				replaced := h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_2", i), "If-Match", created.Header.Get("ETag"))
+				if replaced.Status != http.StatusOK || replaced.view(t).Version != 2 || replaced.view(t).Customer != "cus_2" {
+					mismatched++
+				}
+			}
+			if differed > 0 || mismatched > 0 {
+				t.Fatalf("read first %v: %d of 20 creates answered another body or ETag than a GET (%s); "+
+					"%d of 20 replaces with the create's ETag in If-Match did not apply", readFirst, differed, first, mismatched)
+			}
+			if inserted, _ := collection.InsertFirstCounts(h.col); readFirst != (inserted == 0) {
+				t.Fatalf("read first %v: %d creates inserted first", readFirst, inserted)
+			}
+		}
+	})
+}
+
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestTombstones: DELETE, then 404 for GET and DELETE and 410 for PUT while

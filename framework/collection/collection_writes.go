@@ -90,6 +90,9 @@ func (c *Collection[Cmd, Model]) SetStatusTx(ctx context.Context, tx *gorm.DB, t
 	sys := any(m).(Row).SystemColumns()
 	sys.normalize()
 	if sys.Status != status {
+		if now, err = c.stamp(ctx, tx, now); err != nil {
+			return Result{}, err
+		}
 		version := sys.Version
 		sys.Status, sys.Version, sys.UpdatedAt = status, version+1, now
 		ok, err := c.rows.Update(ctx, tx, UpdateRowParams{Key: key, Version: version, Row: m, Columns: []string{"status", "version", "updated_at"}})

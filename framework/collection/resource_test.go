@@ -22,6 +22,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -163,7 +164,15 @@ type setupOptions struct {
 	clockMaxAge time.Duration
 	// codes are registered on the engine before the collection is built.
 	codes []framework.CodeInfo
+	// own, when set, is the application's own gorm handle configuration:
+	// the store is made with store.New on a *gorm.DB opened as an
+	// application opens it (testdb.Gorm), not with store.Open.
+	own *gorm.Config
 }
+
+// ownHandle makes the store on the application's own *gorm.DB, opened
+// with gorm's defaults ([testdb.Gorm]).
+func ownHandle(o *setupOptions) { o.own = &gorm.Config{} }
 
 // patient lets a write wait a minute for a lock and for its statement: a
 // storm of writes to one row queues on its lock, and how long the last
@@ -176,8 +185,15 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 	for _, f := range opts {
 		f(&o)
 	}
-	db, err := store.Open(context.Background(), dsn, store.Config{LockTimeout: o.lockTimeout, StatementTimeout: o.statementTimeout,
-		TracerProvider: o.tp, ClockMaxAge: o.clockMaxAge})
+	cfg := store.Config{LockTimeout: o.lockTimeout, StatementTimeout: o.statementTimeout,
+		TracerProvider: o.tp, ClockMaxAge: o.clockMaxAge}
+	var db *store.DB
+	var err error
+	if o.own != nil {
+		db, err = store.New(context.Background(), testdb.Gorm(t, dsn, o.own), cfg)
+	} else {
+		db, err = store.Open(context.Background(), dsn, cfg)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +207,11 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 		t.Fatal(err)
 	}
 	now := func() time.Time { return time.Now().Add(o.clockAhead) }
-	cfg := framework.EngineConfig{Now: now, Logger: o.logger}
+	ecfg := framework.EngineConfig{Now: now, Logger: o.logger}
 	if o.engine != nil {
-		o.engine(&cfg)
+		o.engine(&ecfg)
 	}
-	engine, err := framework.NewEngine(db, cfg)
+	engine, err := framework.NewEngine(db, ecfg)
 	if err != nil {
 		t.Fatal(err)
 	}

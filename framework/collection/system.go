@@ -39,8 +39,10 @@ type System struct {
 	// business columns.
 	Fingerprint string `gorm:"column:fingerprint;not null" json:"-"`
 	// CreatedAt is when the resource was created, on the database clock
-	// (UTC, in its precision: microseconds on PostgreSQL, milliseconds on
-	// SQLite).
+	// (UTC, in its precision: microseconds on PostgreSQL and MariaDB,
+	// milliseconds on SQLite), cut to the precision of the table's column
+	// where it keeps fewer digits (a DATETIME(3)), so that it is the time
+	// the column stores.
 	CreatedAt time.Time `gorm:"column:created_at;not null;autoCreateTime:false;index:,composite:list,priority:2;index:,composite:status,priority:3" json:"-"`
 	// UpdatedAt is when it was last written, on the database clock.
 	UpdatedAt time.Time `gorm:"column:updated_at;not null;autoUpdateTime:false" json:"-"`

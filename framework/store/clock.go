@@ -1,9 +1,12 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // DatabaseTime receives the value of [Dialect.Now] from a row: a timestamp
@@ -123,6 +126,35 @@ type ClockResolution interface {
 	// ClockResolution is the resolution of the database clock as
 	// [Driver.Now] reads it.
 	ClockResolution() time.Duration
+}
+
+// TimeColumns is implemented by a [Driver] whose time columns may keep
+// fewer fractional digits of a second than its clock reads: the MySQL
+// family's DATETIME(n) (gorm's AutoMigrate makes DATETIME(3) unless its
+// dialector is told otherwise) and PostgreSQL's timestamp(n), against
+// clocks read in microseconds. Such a column stores a time cut to its
+// digits (MariaDB truncates, MySQL and PostgreSQL round), so that a write
+// that answered from the time it stamped would answer another time, and
+// another ETag, than every later read. The PUT engine stamps a resource
+// table's rows with times cut to [TimeColumns.TimeStep] itself, which the
+// column then stores exactly. SQLite keeps a time as the text it is
+// given, whole.
+type TimeColumns interface {
+	// TimeStep returns the coarsest step in which the columns of table
+	// keep a time: [TimeStepOf] their number of fractional digits, or 0
+	// when the table has none of them.
+	TimeStep(ctx context.Context, db *gorm.DB, table string, columns []string) (time.Duration, error)
+}
+
+// TimeStepOf is the step of a time with digits fractional digits of a
+// second: time.Second for 0, time.Millisecond for 3, time.Microsecond
+// for 6, time.Nanosecond from 9 on.
+func TimeStepOf(digits int) time.Duration {
+	step := time.Second
+	for range min(max(digits, 0), 9) {
+		step /= 10
+	}
+	return step
 }
 
 // InsertsFirst is implemented by a [Driver] whose database a create

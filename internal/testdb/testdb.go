@@ -14,10 +14,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/glebarez/sqlite"
 	"github.com/google/uuid"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 
 	// The drivers of the databases tests run on; storepg also registers
@@ -86,6 +90,41 @@ func New(tb testing.TB, dialect string) string {
 	}
 	tb.Fatalf("testdb: unknown dialect %q", dialect)
 	return ""
+}
+
+// Gorm opens dsn, a DSN of [New], as an application opens its own
+// *gorm.DB: through gorm.io/driver/postgres, gorm.io/driver/mysql (with
+// its defaults: AutoMigrate makes DATETIME(3) columns) or
+// github.com/glebarez/sqlite in WAL mode, with cfg (a zero gorm.Config
+// when nil: gorm's default logger). It is closed at the end of the test.
+func Gorm(tb testing.TB, dsn string, cfg *gorm.Config) *gorm.DB {
+	tb.Helper()
+	if cfg == nil {
+		cfg = &gorm.Config{}
+	}
+	var dialector gorm.Dialector
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		dialector = sqlite.Open("file:" + strings.TrimPrefix(dsn, "sqlite:") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+	case strings.HasPrefix(dsn, storemysql.Scheme):
+		mc, err := storemysql.Config(dsn, 5*time.Second)
+		if err != nil {
+			tb.Fatalf("testdb: %v", err)
+		}
+		dialector = gormmysql.Open(mc.FormatDSN())
+	default:
+		dialector = postgres.Open(dsn)
+	}
+	gdb, err := gorm.Open(dialector, cfg)
+	if err != nil {
+		tb.Fatalf("testdb: open %s: %v", dialector.Name(), err)
+	}
+	tb.Cleanup(func() {
+		if sqlDB, err := gdb.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	return gdb
 }
 
 // Postgres returns the admin URL from TEST_DATABASE_URL, skipping the test

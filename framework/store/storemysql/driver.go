@@ -33,7 +33,10 @@ type Driver struct {
 	batch bool
 }
 
-var _ store.Driver = Driver{}
+var (
+	_ store.Driver      = Driver{}
+	_ store.TimeColumns = Driver{}
+)
 
 // MinMariaDBVersion is the oldest MariaDB [store.New] accepts: the
 // framework's SQL and tables need sequences (10.3, the fences), INSERT …
@@ -284,3 +287,24 @@ func (Driver) SkipsAnyUniqueConflict() bool { return true }
 // a duplicate-key INSERT fails its statement, which fails the create's
 // transaction: the framework rolls it back whole and reads.
 func (Driver) InsertsFirst() bool { return true }
+
+// TimeStep reads the fractional digits of the DATETIME (or TIMESTAMP)
+// columns of table from information_schema: gorm's AutoMigrate makes
+// DATETIME(3) on an application's own handle ([Driver.Open]'s makes
+// DATETIME(6)), which MariaDB would store truncated to milliseconds.
+// A table named "db.table" is looked up in that database, any other in
+// the connection's.
+func (Driver) TimeStep(ctx context.Context, db *gorm.DB, table string, columns []string) (time.Duration, error) {
+	database, name := "", table
+	if i := strings.LastIndexByte(table, '.'); i >= 0 {
+		database, name = table[:i], table[i+1:]
+	}
+	var digits sql.NullInt64
+	err := db.WithContext(ctx).Raw("SELECT MIN(DATETIME_PRECISION) FROM information_schema.COLUMNS"+
+		" WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME IN ?",
+		database, name, columns).Row().Scan(&digits)
+	if err != nil || !digits.Valid {
+		return 0, err
+	}
+	return store.TimeStepOf(int(digits.Int64)), nil
+}

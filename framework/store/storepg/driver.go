@@ -51,7 +51,10 @@ const MinVersion = 120000
 // Driver is the PostgreSQL [store.Driver].
 type Driver struct{}
 
-var _ store.Driver = Driver{}
+var (
+	_ store.Driver      = Driver{}
+	_ store.TimeColumns = Driver{}
+)
 
 // Name is "postgres".
 func (Driver) Name() string { return "postgres" }
@@ -344,3 +347,20 @@ func (p *uuidEncodePlan) Encode(value any, buf []byte) ([]byte, error) {
 // first (its INSERT, child rows and hook writes travel with the COMMIT),
 // and a conflicting INSERT fails that transaction alone.
 func (Driver) InsertsFirst() bool { return true }
+
+// TimeStep reads the precision of the timestamp columns of table from the
+// catalog: timestamptz, and timestamp, keep microseconds unless declared
+// with fewer digits (timestamptz(3)), which PostgreSQL would store
+// rounded. The table is found as a statement names it (on the
+// search_path, or "schema.table").
+func (Driver) TimeStep(ctx context.Context, db *gorm.DB, table string, columns []string) (time.Duration, error) {
+	var digits sql.NullInt64
+	err := db.WithContext(ctx).Raw("SELECT MIN(CASE WHEN atttypmod < 0 THEN 6 ELSE atttypmod END) FROM pg_catalog.pg_attribute"+
+		" WHERE attrelid = to_regclass(?) AND attname IN ? AND NOT attisdropped"+
+		" AND atttypid IN ('timestamptz'::regtype, 'timestamp'::regtype)",
+		pgx.Identifier(strings.Split(table, ".")).Sanitize(), columns).Row().Scan(&digits)
+	if err != nil || !digits.Valid {
+		return 0, err
+	}
+	return store.TimeStepOf(int(digits.Int64)), nil
+}

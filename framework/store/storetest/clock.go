@@ -75,3 +75,63 @@ func readNow(t *testing.T, db *store.DB) time.Time {
 	}
 	return now.Time
 }
+
+// stampedRow is a table whose time columns the application's AutoMigrate
+// makes: Default of its handle's default precision (DATETIME(3) on the
+// MySQL family, timestamptz on PostgreSQL), Milli of three digits.
+type stampedRow struct {
+	ID      int64     `gorm:"primaryKey;autoIncrement:false"`
+	Default time.Time `gorm:"not null"`
+	Milli   time.Time `gorm:"not null;precision:3"`
+}
+
+// testTimeColumns: a time cut to the step that the driver reports for an
+// application's AutoMigrate'd columns ([store.TimeColumns]; none reported:
+// the time whole) is stored exactly, and read back as written; the step
+// of several columns is the coarsest; a table that does not exist has
+// none.
+func testTimeColumns(t *testing.T, h Harness) {
+	ctx := context.Background()
+	gdb := h.Gorm(t)
+	db, err := store.New(ctx, gdb, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gdb.AutoMigrate(&stampedRow{}); err != nil {
+		t.Fatal(err)
+	}
+	step := func(columns ...string) time.Duration {
+		t.Helper()
+		cols, ok := db.Driver.(store.TimeColumns)
+		if !ok {
+			return 0
+		}
+		d, err := cols.TimeStep(ctx, gdb, "stamped_rows", columns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	def, milli, both := step("default"), step("milli"), step("default", "milli")
+	if _, ok := db.Driver.(store.TimeColumns); ok {
+		if milli != time.Millisecond || both != max(def, milli) || def == 0 {
+			t.Fatalf("steps: default %v, milli %v, both %v; want milli 1ms and both the coarsest", def, milli, both)
+		}
+		if d, err := db.Driver.(store.TimeColumns).TimeStep(ctx, gdb, "no_such_table", []string{"default"}); err != nil || d != 0 {
+			t.Fatalf("the step of a table that does not exist = %v, %v", d, err)
+		}
+	}
+	// A time with every digit, cut as the engine cuts its stamps.
+	at := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC)
+	row := stampedRow{ID: 1, Default: at.Truncate(max(def, time.Nanosecond)), Milli: at.Truncate(max(milli, time.Nanosecond))}
+	if err := gdb.Create(&row).Error; err != nil {
+		t.Fatal(err)
+	}
+	var got stampedRow
+	if err := gdb.Take(&got, 1).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !got.Default.Equal(row.Default) || !got.Milli.Equal(row.Milli) {
+		t.Fatalf("stored %v and %v, read back %v and %v", row.Default, row.Milli, got.Default, got.Milli)
+	}
+}

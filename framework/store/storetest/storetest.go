@@ -64,6 +64,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"Errors", testErrors},
 		{"Clock", testClock},
 		{"ClockEstimate", testClockEstimate},
+		{"TimeColumns", testTimeColumns},
 		{"Snapshot", testSnapshot},
 		{"Later", testLater},
 		{"ExecAndLaterExec", testExecAndLaterExec},
