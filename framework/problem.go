@@ -26,18 +26,23 @@ type Problem = wire.Problem
 const retryAfterDefault = time.Second
 
 // ErrorFor maps any error to the *Error a client sees: an *Error in the
-// chain wins; a lock timeout is request_in_progress; an unreachable database
-// or an expired deadline is unavailable; anything else is internal, its
-// cause kept for the log only. Status, title and Retry-After come from the
-// code registry when the problem is rendered.
+// chain wins; a lock timeout on the request's own key (its resource's row,
+// its idempotency record: [store.ErrKeyLocked]) is request_in_progress; any
+// other lock timeout (a lock that another key's transaction, or another
+// writer of SQLite, holds), an unreachable database or an expired
+// deadline is unavailable; anything else is internal, its cause kept for
+// the log only. Status, title and Retry-After come from the code registry
+// when the problem is rendered.
 func ErrorFor(err error) *Error {
 	if e, ok := AsError(err); ok {
 		return e
 	}
 	err = store.Classify(err)
 	switch {
-	case errors.Is(err, store.ErrLockTimeout):
+	case errors.Is(err, store.ErrKeyLocked):
 		return &Error{Code: CodeRequestInProgress, Detail: "a request with the same identity is being executed; retry shortly", Err: err}
+	case errors.Is(err, store.ErrLockTimeout):
+		return &Error{Code: CodeUnavailable, Detail: "the database is busy: a lock that another transaction holds was not released in time; retry shortly", Err: err}
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return &Error{Code: CodeUnavailable, Detail: "the database is unavailable; retry shortly", Err: err}
 	case errors.Is(err, store.ErrUnstorableText):

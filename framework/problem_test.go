@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -125,11 +126,21 @@ func TestRetryAfterOnExactlyTheRetryableAnswers(t *testing.T) {
 	if h.Get("Retry-After") != "5" {
 		t.Fatalf("Retry-After = %q, want the error's 5", h.Get("Retry-After"))
 	}
-	// The store's own failures map to retryable answers.
-	for _, err := range []error{store.ErrLockTimeout, store.ErrUnavailable, context.DeadlineExceeded} {
+	// The store's own failures map to retryable answers: in progress only
+	// for a wait on the request's own key.
+	for err, want := range map[error]string{
+		store.ErrLockTimeout: "unavailable",
+		fmt.Errorf("%w: %w", store.ErrLockTimeout, store.ErrBusy):                  "unavailable",
+		store.KeyLocked(store.ErrLockTimeout):                                      "request_in_progress",
+		store.KeyLocked(fmt.Errorf("%w: %w", store.ErrLockTimeout, store.ErrBusy)): "unavailable",
+		store.ErrUnavailable:     "unavailable",
+		context.DeadlineExceeded: "unavailable",
+	} {
 		status, h, body := engine.RenderProblem(err)
-		if (status != 409 && status != 503) || h.Get("Retry-After") != "1" || strings.Contains(string(body), "same ID or key") {
-			t.Fatalf("%v: %d %v %s", err, status, h, body)
+		var p wire.Problem
+		if err := json.Unmarshal(body, &p); err != nil || string(p.Code) != want || (status != 409 && status != 503) ||
+			h.Get("Retry-After") != "1" || strings.Contains(string(body), "same ID or key") {
+			t.Fatalf("%v: %d %v %s, want %s", err, status, h, body, want)
 		}
 	}
 }

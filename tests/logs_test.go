@@ -60,10 +60,17 @@ func TestNoSecretsInLogs(t *testing.T) {
 		// A bad token is refused, and must not be logged either.
 		wantStatus(t, e.do("POST", "/v1/payments", badToken, payment, "Idempotency-Key", key("unauth")), http.StatusUnauthorized)
 
-		// Lock timeout: another transaction holds the lock every claim needs.
+		// Lock timeout: another transaction holds the lock every claim
+		// needs, no key's: 503. On MariaDB, whose lock wait timeout does
+		// not say which lock it waited for, a claim's wait counts as its
+		// key's (store.KeyLocked): 409.
 		holder := holdWriteLock(t, dsn)
-		wantStatus(t, e.do("POST", "/v1/transfers", tokenAcme, transferBody("acc_a", "acc_b", 500, "EUR"), "Idempotency-Key", key("lock-transfer")), http.StatusConflict)
-		wantStatus(t, e.do("POST", "/v1/payments", tokenAcme, payment, "Idempotency-Key", key("lock-payment")), http.StatusConflict)
+		locked := http.StatusServiceUnavailable
+		if strings.HasPrefix(dsn, storemysql.Scheme) {
+			locked = http.StatusConflict
+		}
+		wantStatus(t, e.do("POST", "/v1/transfers", tokenAcme, transferBody("acc_a", "acc_b", 500, "EUR"), "Idempotency-Key", key("lock-transfer")), locked)
+		wantStatus(t, e.do("POST", "/v1/payments", tokenAcme, payment, "Idempotency-Key", key("lock-payment")), locked)
 		holder()
 
 		// An insert the database rejects: a trigger refuses payments.

@@ -50,7 +50,11 @@
 //     winner commits; its own transaction then rolls back whole and it
 //     replays through the claim path (claim, business writes and completion
 //     in one transaction), which also serves an expired record. A wait past
-//     the store's lock timeout is 409 request_in_progress.
+//     the store's lock timeout for the key's own record is 409
+//     request_in_progress; a wait for anything else (another key's rows, a
+//     table lock, SQLite's database lock) is 503 unavailable, with
+//     Retry-After either way: a key is told it is in progress only when
+//     it is.
 //   - [Phased]: the operation calls another system. [Operation.RunFunc]
 //     commits atomic phases with [Run.Phase], each recording a recovery
 //     point; calls carry [Run.DownstreamKey] and are preceded by

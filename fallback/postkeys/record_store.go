@@ -190,8 +190,9 @@ type RecordStats struct {
 //   - Insert and Get take no row lock and write nothing when the key is
 //     held, so that a replay is a read.
 //   - Errors pass through unclassified; the caller classifies them with
-//     store.DB.Classify (a wait past the lock timeout is
-//     store.ErrLockTimeout).
+//     store.DB.Classify. A wait past the lock timeout for the key's
+//     record is store.ErrLockTimeout marked with store.KeyLocked (409
+//     request_in_progress); any other lock timeout is 503 unavailable.
 type RecordStore interface {
 	// Insert claims a key nobody holds: a fresh in_progress record at
 	// attempt 1, with one INSERT … ON CONFLICT DO NOTHING. ok is false when

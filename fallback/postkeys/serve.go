@@ -288,7 +288,7 @@ func (a *Adapter) serveLocalNew(ctx context.Context, op *operation, at *attempt,
 // business writes and completion in one transaction, so there is no crash
 // window; a concurrent duplicate waits on the key inside its claim
 // statement until the winner commits (bounded by the lock timeout, which
-// becomes 409 request_in_progress), then replays.
+// becomes 409 request_in_progress: the wait was the key's), then replays.
 func (a *Adapter) serveLocalClaimed(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
 	var (
 		out      outcome

@@ -24,6 +24,12 @@ import (
 // join a caller's transaction. Models are pointers to structs embedding
 // [System] (or, for lists and children, pointers to slices of them).
 //
+// A statement on the row of one key (Insert, Create, a Read with
+// ForUpdate, Update, Tombstone) that waits past the lock timeout for that
+// row's lock returns its error marked with [store.KeyLocked]: a concurrent
+// request with the same ID holds it, and the client is told 409
+// request_in_progress. Any other lock timeout is 503 unavailable.
+//
 // Implementations must pass the contract suite in
 // framework/rowstoretest.
 type RowStore interface {
@@ -231,7 +237,7 @@ func (s gormRowStore) Insert(ctx context.Context, db *gorm.DB, p InsertRowParams
 	res := db.WithContext(ctx).Table(p.Table).Omit(clause.Associations).
 		Clauses(clause.OnConflict{Columns: keyColumns, DoNothing: true}).Create(p.Row)
 	if res.Error != nil {
-		return false, s.driver.Classify(res.Error)
+		return false, s.onKey(res.Error)
 	}
 	if res.RowsAffected == 1 {
 		return true, nil
@@ -276,13 +282,18 @@ type anyKeyConflicts interface {
 // a create is one round trip. Its INSERT
 // is spelled once per model type (insertPlan), not by gorm per request.
 func (s gormRowStore) Create(ctx context.Context, db *gorm.DB, p InsertRowParams) error {
-	if queued, err := laterInsert(ctx, db, p.Table, p.Row, s.driver.Classify); queued || err != nil {
+	if queued, err := laterInsert(ctx, db, p.Table, p.Row, s.onKey); queued || err != nil {
 		return err
 	}
 	return pipeline.Later(db.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
 		return db.Table(p.Table).Omit(clause.Associations).Create(p.Row)
-	}, s.driver.Classify)
+	}, s.onKey)
 }
+
+// onKey classifies err, the error of a statement on one row by its key,
+// and marks a wait past the lock timeout for that row as the key's
+// ([store.KeyLocked]).
+func (s gormRowStore) onKey(err error) error { return store.KeyLocked(s.driver.Classify(err)) }
 
 func (s gormRowStore) Read(ctx context.Context, db *gorm.DB, p ReadRowParams) (bool, error) {
 	if !p.ForUpdate && len(p.Preload) == 0 {
@@ -334,6 +345,9 @@ func (s gormRowStore) read(ctx context.Context, db *gorm.DB, p ReadRowParams) (b
 		err := q.Take(p.Dest).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return false, nil
+		}
+		if err != nil && p.ForUpdate {
+			return false, s.onKey(err)
 		}
 		if err != nil || len(p.Preload) == 0 || p.ForUpdate {
 			return err == nil, err
@@ -462,7 +476,7 @@ func (s gormRowStore) Update(ctx context.Context, db *gorm.DB, p UpdateRowParams
 		Where("tenant_id = ? AND id = ? AND version = ? AND deleted_at IS NULL", p.Key.Tenant, p.Key.ID, p.Version).
 		Updates(p.Row)
 	if res.Error != nil {
-		return false, s.driver.Classify(res.Error)
+		return false, s.onKey(res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }
@@ -474,7 +488,10 @@ func (s gormRowStore) Tombstone(ctx context.Context, db *gorm.DB, p TombstonePar
 	}
 	now := gorm.Expr(s.driver.Now())
 	res := q.Updates(map[string]any{"deleted_at": now, "updated_at": now, "version": gorm.Expr("version + 1")})
-	return res.RowsAffected == 1, res.Error
+	if res.Error != nil {
+		return false, s.onKey(res.Error)
+	}
+	return res.RowsAffected == 1, nil
 }
 
 func (s gormRowStore) PurgeTombstone(ctx context.Context, db *gorm.DB, p PurgeParams) (bool, error) {

@@ -51,10 +51,13 @@
 // Errors are classified by the driver ([DB.Classify]): "the database is not
 // there" (refused, starting up, shutting down, too many connections, a
 // connect or statement timeout, a context deadline) is [ErrUnavailable],
-// "a concurrent transaction held the lock too long" [ErrLockTimeout], a
-// duplicate key [ErrUniqueViolation] and a text the database cannot store
-// [ErrUnstorableText]; the framework maps them to 503 unavailable, 409
-// request_in_progress and 400 validation_failed.
+// "a concurrent transaction held the lock too long" [ErrLockTimeout] (a
+// lock wider than rows, SQLite's database lock or a table's, is
+// [ErrBusy] too), a duplicate key [ErrUniqueViolation] and a text the
+// database cannot store [ErrUnstorableText]; the framework maps them to
+// 503 unavailable, 503 unavailable (409 request_in_progress for a wait on
+// the request's own key's row, [ErrKeyLocked], which the statements on a
+// key's row mark with [KeyLocked]) and 400 validation_failed.
 //
 // The transactional outbox's statements are the driver's too
 // ([Driver.Outbox], [Outbox]): one method and one parameter struct per

@@ -61,15 +61,16 @@ type Driver interface {
 	LockRow(q *gorm.DB) *gorm.DB
 	// Classify returns err wrapped with the store's sentinel error it is
 	// ([ErrUnavailable], [ErrLockTimeout], [ErrUniqueViolation],
-	// [ErrUnstorableText]), or err unchanged. Nothing outside a driver
+	// [ErrUnstorableText]), or err unchanged; a lock timeout whose lock
+	// covers more than rows is [ErrBusy] too. Nothing outside a driver
 	// reads a database's error codes.
 	Classify(err error) error
 	// Begin begins a write transaction on conn with opts' timeouts applied
 	// to it alone, so that they hold on an application's own pool and
 	// behind a transaction pooler. A begin that waits for another writer
 	// past opts.LockTimeout fails with an error that Classify reports as
-	// [ErrLockTimeout]; one whose context ends first, with the context's
-	// error.
+	// [ErrLockTimeout] ([ErrBusy] where the lock is the database's); one
+	// whose context ends first, with the context's error.
 	Begin(ctx context.Context, conn *sql.Conn, opts TxOptions) (Tx, error)
 	// ReadSnapshot runs queries on conn in one read-only snapshot and
 	// returns each built query with its result ([ReadSnapshot]).

@@ -1,6 +1,9 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrUnavailable is returned (wrapped, by [Classify] and every method of
@@ -11,8 +14,25 @@ var (
 
 	// ErrLockTimeout is returned (wrapped) when a statement waited longer than
 	// the configured lock timeout for a row or the database lock held by a
-	// concurrent transaction. Nothing was committed.
+	// concurrent transaction. Nothing was committed. The framework answers
+	// it 503 unavailable with Retry-After, unless the lock was the
+	// request's own key's ([ErrKeyLocked]).
 	ErrLockTimeout = errors.New("store: lock timeout")
+
+	// ErrBusy is returned (wrapped, beside [ErrLockTimeout]) when the lock
+	// waited for covers more than rows: SQLite's database write lock,
+	// which every write transaction takes, or a table lock on PostgreSQL
+	// (LOCK TABLE, a migration's ALTER TABLE). Whatever the key of the
+	// request that waited, the lock was not its key's alone.
+	ErrBusy = errors.New("store: the database is busy")
+
+	// ErrKeyLocked is returned (wrapped, beside [ErrLockTimeout]) by the
+	// framework's statements on one key's own row (a resource's row, an
+	// idempotency record) when they waited past the lock timeout for a
+	// lock on rows ([KeyLocked]): a concurrent request with the same key
+	// holds it. The framework answers it 409 request_in_progress, the one
+	// lock timeout it does.
+	ErrKeyLocked = errors.New("store: a concurrent transaction holds the key's row")
 
 	// ErrRolledBack is returned (wrapped, beside [ErrLockTimeout]) when the
 	// database rolled the whole transaction back to break a deadlock or a
@@ -47,3 +67,20 @@ var (
 	// or the database's owner may).
 	ErrVacuumRefused = errors.New("store: vacuum of outbox_events refused")
 )
+
+// KeyLocked returns err, the classified error ([DB.Classify]) of a
+// statement on one key's own row, wrapped with [ErrKeyLocked] when it is a
+// wait past the lock timeout for a lock on rows ([ErrLockTimeout] and not
+// [ErrBusy]); any other error unchanged. Such a statement waits only for
+// a transaction that holds that row, or inserts the same key: a
+// concurrent request with the key. On the MySQL family, whose lock wait
+// timeout does not say which lock it waited for, a gap lock that a
+// transaction of the application's own took under REPEATABLE READ counts
+// too (the framework's own transactions run READ COMMITTED and take
+// none).
+func KeyLocked(err error) error {
+	if errors.Is(err, ErrLockTimeout) && !errors.Is(err, ErrBusy) && !errors.Is(err, ErrKeyLocked) {
+		return fmt.Errorf("%w: %w", ErrKeyLocked, err)
+	}
+	return err
+}

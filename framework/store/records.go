@@ -44,7 +44,8 @@ type Records interface {
 	// concurrent insert of the key that commits first is "held" too (where
 	// the database reports it as a duplicate key, MySQL). On PostgreSQL a
 	// concurrent uncommitted insert of the key makes it wait for that
-	// transaction, up to the lock timeout.
+	// transaction, up to the lock timeout. Every statement on one key's
+	// record marks a wait past the lock timeout for it ([KeyLocked]).
 	Insert(ctx context.Context, db *gorm.DB, p *RecordClaimParams) (c RecordClaim, ok bool, err error)
 	// Reclaim claims, in one statement, a key whose record is completed
 	// and past expires_at on the database clock, or absent: a fresh

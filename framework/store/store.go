@@ -19,7 +19,10 @@ type Config struct {
 	// database lock held by a concurrent transaction. [DB.Write] sets it on
 	// each transaction (PostgreSQL SET LOCAL lock_timeout, SQLite busy
 	// timeout). A wait past it fails with [ErrLockTimeout], which the
-	// framework answers 409 request_in_progress + Retry-After. Statements
+	// framework answers 409 request_in_progress + Retry-After when the
+	// lock was the request's own key's ([ErrKeyLocked]: its resource row,
+	// its idempotency record) and 503 unavailable + Retry-After otherwise
+	// (another key's rows, a table lock, SQLite's database lock). Statements
 	// run on DB.Gorm outside Write do not get it, so the framework makes
 	// every write that may wait for a lock inside Write. Defaults to 1s.
 	LockTimeout time.Duration

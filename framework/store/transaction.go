@@ -40,8 +40,9 @@ const rolledBackRuns = 3
 // once, each time on a new transaction, and must set anything it reports
 // to its caller afresh on each run. An fn that calls another system
 // (a payment provider) must use [DB.Write]. The last run's error is
-// returned; it still wraps [ErrLockTimeout] (409 request_in_progress with
-// Retry-After: the client retries later, as after a lock wait).
+// returned; it still wraps [ErrLockTimeout] (503 unavailable, or 409
+// request_in_progress on the key's own row, with Retry-After: the client
+// retries later, as after a lock wait).
 func (db *DB) WriteRetrying(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	var err error
 	for range rolledBackRuns {

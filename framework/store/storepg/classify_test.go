@@ -22,7 +22,7 @@ import (
 
 // TestClassifyPostgres is the classifier's decision table: every
 // connection-class failure is an outage (503), lock waits are lock
-// timeouts (409), unique violations and unstorable text are named, everything
+// timeouts (a row's, or a table's: busy), unique violations and unstorable text are named, everything
 // else is passed through (a bug: 500).
 func TestClassifyPostgres(t *testing.T) {
 	t.Parallel()
@@ -47,7 +47,9 @@ func TestClassifyPostgres(t *testing.T) {
 		{"connection reset", fmt.Errorf("read: %w", syscall.ECONNRESET), "unavailable"},
 		{"unexpected EOF", io.ErrUnexpectedEOF, "unavailable"},
 		{"sql.ErrConnDone", sql.ErrConnDone, "unavailable"},
-		{"lock timeout 55P03", pg("55P03"), "lock"},
+		{"lock timeout 55P03 on a table", pg("55P03"), "busy"},
+		{"lock timeout 55P03 on a row", &pgconn.PgError{Code: "55P03", Where: `while locking tuple (0,1) in relation "t"`}, "lock"},
+		{"lock timeout 55P03 on a key being inserted", &pgconn.PgError{Code: "55P03", Where: `while inserting index tuple (0,3) in relation "t_pkey"`}, "lock"},
 		{"deadlock 40P01", pg("40P01"), "rolled back"},
 		{"serialization 40001", pg("40001"), "rolled back"},
 		{"unique violation 23505", pg("23505"), "unique"},
@@ -144,6 +146,8 @@ func outcome(err error) string {
 		return "unavailable"
 	case errors.Is(err, store.ErrRolledBack) && errors.Is(err, store.ErrLockTimeout):
 		return "rolled back"
+	case errors.Is(err, store.ErrBusy) && errors.Is(err, store.ErrLockTimeout):
+		return "busy"
 	case errors.Is(err, store.ErrLockTimeout):
 		return "lock"
 	case errors.Is(err, store.ErrUniqueViolation):

@@ -247,6 +247,11 @@ func (Driver) Classify(err error) error {
 		"22P05": // untranslatable_character
 		return fmt.Errorf("%w: %w", store.ErrUnstorableText, err)
 	case "55P03": // lock_not_available (lock_timeout)
+		if !strings.Contains(pgErr.Where, " tuple (") {
+			// Not a row's lock ("while locking tuple (0,1) in relation
+			// …", "while inserting index tuple …"): a table's.
+			return fmt.Errorf("%w: %w: %w", store.ErrLockTimeout, store.ErrBusy, err)
+		}
 		return fmt.Errorf("%w: %w", store.ErrLockTimeout, err)
 	case "40001", // serialization_failure
 		"40P01": // deadlock_detected

@@ -74,10 +74,40 @@ func TestClassifyConstraints(t *testing.T) {
 	}
 }
 
+// TestClassifyBusy: a writer that finds the database's write lock taken is
+// busy, never a row's lock timeout, whatever it was writing.
+func TestClassifyBusy(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "b.db")
+	holder, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	holder.SetMaxOpenConns(1)
+	for _, q := range []string{"CREATE TABLE t (k TEXT PRIMARY KEY)", "BEGIN IMMEDIATE", "INSERT INTO t VALUES ('a')"} {
+		if _, err := holder.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { _, _ = holder.Exec("ROLLBACK") }()
+	waiter, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	_, err = waiter.Exec("INSERT INTO t VALUES ('b')")
+	if got := outcome(Driver{}.Classify(err)); got != "busy" {
+		t.Fatalf("an insert behind another writer: %v classified %q, want busy", err, got)
+	}
+}
+
 func outcome(err error) string {
 	switch {
 	case errors.Is(err, store.ErrUnavailable):
 		return "unavailable"
+	case errors.Is(err, store.ErrLockTimeout) && errors.Is(err, store.ErrBusy):
+		return "busy"
 	case errors.Is(err, store.ErrLockTimeout):
 		return "lock"
 	case errors.Is(err, store.ErrUniqueViolation):

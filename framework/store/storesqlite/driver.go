@@ -135,7 +135,8 @@ const (
 )
 
 // Classify reads SQLite's result codes. SQLite stores any text, so
-// nothing is [store.ErrUnstorableText].
+// nothing is [store.ErrUnstorableText]. A wait for a lock is a wait for
+// the database's write lock, whoever holds it: [store.ErrBusy].
 func (Driver) Classify(err error) error {
 	var sqlErr *sqlite.Error
 	if !errors.As(err, &sqlErr) {
@@ -150,7 +151,8 @@ func (Driver) Classify(err error) error {
 	}
 	switch sqlErr.Code() & 0xff {
 	case codeBusy, codeLocked:
-		return fmt.Errorf("%w: %w", store.ErrLockTimeout, err)
+		// The database's one write lock, never a row's.
+		return fmt.Errorf("%w: %w: %w", store.ErrLockTimeout, store.ErrBusy, err)
 	case codeReadonly, codeIOErr, codeFull, codeCantOpen, codeInterrupt:
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}

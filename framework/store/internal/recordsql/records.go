@@ -86,7 +86,7 @@ func (s *records) returning(ctx context.Context, db *gorm.DB, name string, args 
 	if err := pipeline.Find(db.WithContext(ctx), func(q *gorm.DB) *gorm.DB {
 		return q.Raw(s.sql[name], args).Find(&rows)
 	}).Error; err != nil || len(rows) == 0 {
-		return store.RecordClaim{}, false, err
+		return store.RecordClaim{}, false, s.onKey(err)
 	}
 	return rows[0], true, nil
 }
@@ -94,6 +94,27 @@ func (s *records) returning(ctx context.Context, db *gorm.DB, name string, args 
 func (s *records) exec(ctx context.Context, db *gorm.DB, name string, args map[string]any) (int64, error) {
 	res := db.WithContext(ctx).Exec(s.sql[name], args)
 	return res.RowsAffected, res.Error
+}
+
+// execOnKey is exec of a statement on one key's record: a wait past the
+// lock timeout for it is the key's ([records.onKey]).
+func (s *records) execOnKey(ctx context.Context, db *gorm.DB, name string, args map[string]any) (int64, error) {
+	n, err := s.exec(ctx, db, name, args)
+	return n, s.onKey(err)
+}
+
+// onKey marks err, the error of a statement on one key's record, when it
+// is a wait past the lock timeout for that record: a concurrent request
+// with the key holds it ([store.KeyLocked]). Other errors pass through
+// unclassified.
+func (s *records) onKey(err error) error {
+	if err == nil {
+		return nil
+	}
+	if c := s.classify(err); errors.Is(c, store.ErrLockTimeout) {
+		return store.KeyLocked(c)
+	}
+	return err
 }
 
 func (s *records) claimArgs(p *store.RecordClaimParams) map[string]any {
@@ -192,7 +213,7 @@ func (s *records) Takeover(ctx context.Context, db *gorm.DB, p *store.RecordTake
 	if _, err := s.draw(ctx, db, args); err != nil {
 		return store.RecordClaim{}, false, err
 	}
-	if n, err := s.exec(ctx, db, "takeover", args); err != nil || n != 1 {
+	if n, err := s.execOnKey(ctx, db, "takeover", args); err != nil || n != 1 {
 		return store.RecordClaim{}, false, err
 	}
 	// The row the takeover wrote, read by its new token (the row lock the
@@ -201,20 +222,20 @@ func (s *records) Takeover(ctx context.Context, db *gorm.DB, p *store.RecordTake
 }
 
 func (s *records) Advance(ctx context.Context, db *gorm.DB, p *store.RecordAdvanceParams) (bool, error) {
-	n, err := s.exec(ctx, db, "advance", s.args(p.ID, map[string]any{"fence": p.Fence, "point": p.Point,
+	n, err := s.execOnKey(ctx, db, "advance", s.args(p.ID, map[string]any{"fence": p.Fence, "point": p.Point,
 		"ref": nullable(p.Ref), "lease": s.s.Duration(p.Lease)}))
 	return n == 1, err
 }
 
 func (s *records) Renew(ctx context.Context, db *gorm.DB, p *store.RecordRenewParams) (bool, error) {
-	n, err := s.exec(ctx, db, "renew", s.args(p.ID, map[string]any{"fence": p.Fence, "lease": s.s.Duration(p.Lease)}))
+	n, err := s.execOnKey(ctx, db, "renew", s.args(p.ID, map[string]any{"fence": p.Fence, "lease": s.s.Duration(p.Lease)}))
 	return n == 1, err
 }
 
 func (s *records) Complete(ctx context.Context, db *gorm.DB, p *store.RecordCompleteParams) (bool, error) {
 	args := s.outcomeArgs(&p.RecordOutcome)
 	args["fence"], args["point"] = p.Fence, nullable(p.Point)
-	n, err := s.exec(ctx, db, "complete", s.args(p.ID, args))
+	n, err := s.execOnKey(ctx, db, "complete", s.args(p.ID, args))
 	return n == 1, err
 }
 
@@ -226,7 +247,7 @@ func (s *records) Create(ctx context.Context, db *gorm.DB, p *store.RecordCreate
 		if err = s.classify(err); errors.Is(err, store.ErrUniqueViolation) && p.KeyTakenFunc != nil {
 			return p.KeyTakenFunc(err)
 		}
-		return err
+		return store.KeyLocked(err)
 	}
 	if q, ok := s.numbered["create"]; ok && pipeline.Pipelined(db) {
 		return pipeline.LaterSQL(db, q.sql, q.values(args), wrap)
@@ -254,12 +275,12 @@ func (s *records) outcomeArgs(o *store.RecordOutcome) map[string]any {
 }
 
 func (s *records) MarkUnknown(ctx context.Context, db *gorm.DB, p *store.RecordMarkUnknownParams) (bool, error) {
-	n, err := s.exec(ctx, db, "unknown", s.args(p.ID, map[string]any{"fence": p.Fence, "code": nullable(p.ErrorCode)}))
+	n, err := s.execOnKey(ctx, db, "unknown", s.args(p.ID, map[string]any{"fence": p.Fence, "code": nullable(p.ErrorCode)}))
 	return n == 1, err
 }
 
 func (s *records) Release(ctx context.Context, db *gorm.DB, p *store.RecordReleaseParams) (bool, error) {
-	n, err := s.exec(ctx, db, "release", s.args(p.ID, map[string]any{"fence": p.Fence, "point": p.Point}))
+	n, err := s.execOnKey(ctx, db, "release", s.args(p.ID, map[string]any{"fence": p.Fence, "point": p.Point}))
 	return n == 1, err
 }
 
