@@ -24,15 +24,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 
 	put := func(token string) int {
 		t.Helper()
-		req, _ := http.NewRequest("PUT", base+"/v1/orders/6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f",
-			strings.NewReader(`{"customer":"c","currency":"EUR","items":[{"sku":"s","quantity":1,"unit_price":"1"}]}`))
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
+		return putOrder(t, base, token, "6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f", "c")
 	}
 	if got := put("tok_a"); got != http.StatusCreated {
 		t.Fatalf("PUT with a DEMO_API_TOKENS token: %d", got)
@@ -96,16 +88,8 @@ func TestRequestLogLevelFlag(t *testing.T) {
 			t.Parallel()
 			stderr := &testlog.Buffer{}
 			base, stop := start(t, c.args, nil, stderr)
-			req, _ := http.NewRequest("PUT", base+"/v1/orders/6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f",
-				strings.NewReader(`{"customer":"c","currency":"EUR","items":[{"sku":"s","quantity":1,"unit_price":"1"}]}`))
-			req.Header.Set("Authorization", "Bearer sk_test_acme")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
-			if res.StatusCode != http.StatusCreated {
-				t.Fatalf("PUT: %d", res.StatusCode)
+			if got := putOrder(t, base, "sk_test_acme", "6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f", "c"); got != http.StatusCreated {
+				t.Fatalf("PUT: %d", got)
 			}
 			if err := stop(); err != nil {
 				t.Fatal(err)
@@ -115,4 +99,45 @@ func TestRequestLogLevelFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReplayedPutLogsNoError: on SQLite a replayed PUT inserts first and
+// finds its ID taken, a unique violation the engine expects: the demo's
+// log has no ERROR line for it, and no line of the log carries the
+// request's field values.
+func TestReplayedPutLogsNoError(t *testing.T) {
+	t.Parallel()
+	stderr := &testlog.Buffer{}
+	base, stop := start(t, nil, nil, stderr)
+	const customer = "cus_logged_nowhere_7f3a"
+	for i := range 3 {
+		if got := putOrder(t, base, "sk_test_acme", "0b5e6c1a-9d7e-4f3b-8a2c-1d4e5f6a7b8c", customer); got != http.StatusCreated {
+			t.Fatalf("PUT %d: %d", i, got)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	out := stderr.String()
+	if strings.Count(out, `"outcome":"replayed"`) != 2 {
+		t.Fatalf("the log shows no two replays:\n%s", out)
+	}
+	if strings.Contains(out, `"level":"ERROR"`) || strings.Contains(out, customer) {
+		t.Fatalf("a replayed PUT logged an error or a field value:\n%s", out)
+	}
+}
+
+// putOrder PUTs an order of customer with ID id to the demo at base as
+// token and returns the status.
+func putOrder(t *testing.T, base, token, id, customer string) int {
+	t.Helper()
+	req, _ := http.NewRequest("PUT", base+"/v1/orders/"+id,
+		strings.NewReader(`{"customer":"`+customer+`","currency":"EUR","items":[{"sku":"s","quantity":1,"unit_price":"1"}]}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }

@@ -102,14 +102,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	return nil
 }
 
-// service is the wired application: database, engine, POST fallback and
-// router.
 // openGorm opens the application's own *gorm.DB, as a service already has
 // one: "sqlite:PATH" (pure-Go SQLite in WAL mode, which the framework
-// requires), a postgres:// URL or a mysql:// URL. The framework is handed it with
-// store.New and sets what it needs per transaction.
-func openGorm(dsn string) (*gorm.DB, error) {
-	cfg := &gorm.Config{Logger: store.NewGormLogger(slog.Default(), store.GormLoggerConfig{})}
+// requires), a postgres:// URL or a mysql:// URL. The framework is handed it
+// with store.New and sets what it needs per transaction. Its gorm logger
+// is store.NewGormLogger on the service's logger: failed and slow SQL,
+// without parameter values, so that no key or field value reaches the
+// log.
+func openGorm(dsn string, logger *slog.Logger) (*gorm.DB, error) {
+	cfg := &gorm.Config{Logger: store.NewGormLogger(logger, store.GormLoggerConfig{})}
 	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
 		return gorm.Open(sqlite.Open("file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"), cfg)
 	}
@@ -124,6 +125,8 @@ func openGorm(dsn string) (*gorm.DB, error) {
 	return gorm.Open(postgres.Open(dsn), cfg)
 }
 
+// service is the wired application: database, engine, POST fallback and
+// router.
 type service struct {
 	Handler http.Handler
 	db      *store.DB
@@ -133,7 +136,7 @@ type service struct {
 // newService opens dsn, applies the migrations and builds the router; cfg
 // is the store's configuration (timeouts).
 func newService(ctx context.Context, dsn string, tokens map[string]string, logger *slog.Logger, cfg store.Config) (*service, error) {
-	gdb, err := openGorm(dsn)
+	gdb, err := openGorm(dsn, logger)
 	if err != nil {
 		return nil, err
 	}

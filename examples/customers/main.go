@@ -52,7 +52,7 @@ func main() {
 }
 
 func run(ctx context.Context, dsn, addr string, logger *slog.Logger) error {
-	gdb, err := openGorm(dsn)
+	gdb, err := openGorm(dsn, logger)
 	if err != nil {
 		return err
 	}
@@ -85,10 +85,13 @@ func run(ctx context.Context, dsn, addr string, logger *slog.Logger) error {
 
 // openGorm opens the application's own *gorm.DB, as a service already has
 // one: "sqlite:PATH" (pure-Go SQLite in WAL mode, which the framework
-// requires) or a postgres:// URL. The framework is handed it with
-// store.New and sets what it needs per transaction.
-func openGorm(dsn string) (*gorm.DB, error) {
-	cfg := &gorm.Config{Logger: store.NewGormLogger(slog.Default(), store.GormLoggerConfig{})}
+// requires) or a postgres:// URL. The framework is handed it
+// with store.New and sets what it needs per transaction. Its gorm logger
+// is store.NewGormLogger on the service's logger: failed and slow SQL,
+// without parameter values, so that no key or field value reaches the
+// log.
+func openGorm(dsn string, logger *slog.Logger) (*gorm.DB, error) {
+	cfg := &gorm.Config{Logger: store.NewGormLogger(logger, store.GormLoggerConfig{})}
 	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
 		return gorm.Open(sqlite.Open("file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)"), cfg)
 	}

@@ -208,12 +208,18 @@ type harness struct {
 // (and set hooks on h.widgets) before anything runs.
 func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *harness {
 	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, dsn, store.Config{LockTimeout: 2 * time.Second})
+	db, err := store.Open(context.Background(), dsn, store.Config{LockTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
+	return setupOn(t, db, tweak)
+}
+
+// setupOn builds the harness on the store db, as setup does.
+func setupOn(t *testing.T, db *store.DB, tweak func(*postkeys.Config, *widgets)) *harness {
+	t.Helper()
+	ctx := context.Background()
 	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
 		t.Fatalf("migrations: %v", err)
 	}

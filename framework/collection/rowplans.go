@@ -311,7 +311,7 @@ func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap 
 		if err == nil {
 			n, _ = res.RowsAffected()
 		}
-		return tx.Dialector.Explain(sql, args...), n
+		return sql, n
 	}, err)
 	if err != nil && wrap != nil {
 		return true, wrap(err)

@@ -38,8 +38,12 @@
 // through the registered driver of its scheme with a connect timeout and
 // calls New. It installs [NewGormLogger], which logs failed and slow SQL
 // without parameter values and renders nothing it does not log; use it for
-// a *gorm.DB of your own too. [RedactError] renders a database error for a
-// log line without the values it may quote. With [Config.TracerProvider],
+// a *gorm.DB of your own too (gorm.Config{Logger: store.NewGormLogger(…)}).
+// Whatever gorm logger a handle given to New has, the statements run on
+// [DB.Gorm] reach it without their parameter values, with their errors
+// redacted, and a unique index's refusal, which the framework expects
+// (a retried create), not as an error. [RedactError] renders a database
+// error for a log line without the values it may quote. With [Config.TracerProvider],
 // each [DB.Write] is a "store.write" span and Open's pool traces every SQL
 // statement and pgx batch (otelpgx, otelsql) with its text and without its
 // parameter values.

@@ -52,8 +52,11 @@ var (
 // gormlogger.Info, every statement at slog.LevelDebug. SQL is logged with
 // its placeholders ($1, ?), never with the values bound to them; a database
 // error is logged by its SQLSTATE or result code and a message whose quoted
-// literals are masked. A record not found is not an error here. Use it for a
-// *gorm.DB of your own: gorm.Config{Logger: store.NewGormLogger(l, cfg)}.
+// literals are masked. A record not found is not an error here, nor is a
+// unique index's refusal of a row ([ErrUniqueViolation]), which the
+// framework takes as an answer (a retried create finds its ID taken): it
+// is logged at slog.LevelDebug as "sql conflict". Use it for a *gorm.DB of
+// your own: gorm.Config{Logger: store.NewGormLogger(l, cfg)}.
 func NewGormLogger(logger *slog.Logger, cfg GormLoggerConfig) gormlogger.Interface {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -97,20 +100,27 @@ func (l *gormLogger) message(ctx context.Context, at gormlogger.LogLevel, level 
 		return
 	}
 	if len(args) > 0 {
-		shown := make([]any, len(args))
-		for i, a := range args {
-			switch a := a.(type) {
-			case error:
-				shown[i] = redacted(RedactError(a))
-			case string:
-				shown[i] = a
-			default:
-				shown[i] = redacted("…")
-			}
-		}
-		msg = fmt.Sprintf(msg, shown...)
+		msg = fmt.Sprintf(msg, redactArgs(args)...)
 	}
 	l.logger.LogAttrs(ctx, level, "gorm", slog.String("message", strings.TrimSpace(msg)))
+}
+
+// redactArgs returns the arguments of one of gorm's printf-style messages
+// as they may be shown: errors redacted ([RedactError]), strings (callback
+// names, file positions) as they are, anything else as "…".
+func redactArgs(args []any) []any {
+	shown := make([]any, len(args))
+	for i, a := range args {
+		switch a := a.(type) {
+		case error:
+			shown[i] = redacted(RedactError(a))
+		case string:
+			shown[i] = a
+		default:
+			shown[i] = redacted("…")
+		}
+	}
+	return shown
 }
 
 // redacted is text that prints as itself under any verb (%v, %#v, %d).
@@ -140,6 +150,10 @@ func (l *gormLogger) Trace(ctx context.Context, begin time.Time, fc func() (stri
 		// Canceled by its caller (a client that went away): the statement
 		// did not fail, the caller stopped waiting for it.
 		level, msg = slog.LevelDebug, "sql canceled"
+	case err != nil && conflict(err) && l.level >= gormlogger.Error:
+		// A unique index refused the row: an answer the framework
+		// expects (a retried create finding its ID taken), not a failure.
+		level, msg = slog.LevelDebug, "sql conflict"
 	case err != nil && !errors.Is(err, gorm.ErrRecordNotFound) && l.level >= gormlogger.Error:
 		level, msg = slog.LevelError, "sql failed"
 	case l.slow > 0 && l.level >= gormlogger.Warn && time.Since(begin) > l.slow:
@@ -163,6 +177,70 @@ func (l *gormLogger) Trace(ctx context.Context, begin time.Time, fc func() (stri
 	}
 	l.logger.LogAttrs(ctx, level, msg, attrs...)
 }
+
+// conflict reports that err is a unique index's refusal of a row
+// ([ErrUniqueViolation]), as a registered [Driver] classifies it.
+func conflict(err error) bool { return errors.Is(Classify(err), ErrUniqueViolation) }
+
+// valueless is an application's own gorm logger as [New] hands the
+// framework's statements to it: without their parameter values (gorm
+// renders a statement with the values a [gorm.ParamsFilter] returns,
+// none), with the quoted literals of an error redacted ([RedactError]),
+// and with a unique violation reported as no error (a retried create
+// that finds its ID taken is an answer, not a failure). Everything else,
+// its format, its levels and its slow threshold, is the application's.
+type valueless struct{ gormlogger.Interface }
+
+var _ gorm.ParamsFilter = valueless{}
+
+// withoutValues returns l as [New] installs it on the framework's handle:
+// itself when it is [NewGormLogger]'s, which logs no values of its own
+// accord, else l wrapped in [valueless].
+func withoutValues(l gormlogger.Interface) gormlogger.Interface {
+	switch l.(type) {
+	case nil, *gormLogger, valueless:
+		return l
+	}
+	return valueless{l}
+}
+
+func (l valueless) LogMode(level gormlogger.LogLevel) gormlogger.Interface {
+	return valueless{l.Interface.LogMode(level)}
+}
+
+func (l valueless) ParamsFilter(_ context.Context, sql string, _ ...any) (string, []any) {
+	return sql, nil
+}
+
+func (l valueless) Info(ctx context.Context, msg string, args ...any) {
+	l.Interface.Info(ctx, msg, redactArgs(args)...)
+}
+
+func (l valueless) Warn(ctx context.Context, msg string, args ...any) {
+	l.Interface.Warn(ctx, msg, redactArgs(args)...)
+}
+
+func (l valueless) Error(ctx context.Context, msg string, args ...any) {
+	l.Interface.Error(ctx, msg, redactArgs(args)...)
+}
+
+func (l valueless) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
+	switch {
+	case err == nil:
+	case conflict(err):
+		err = nil
+	default:
+		err = redactedError{err}
+	}
+	l.Interface.Trace(ctx, begin, fc, err)
+}
+
+// redactedError is err as a log may show it ([RedactError]); errors.Is
+// and errors.As still see err.
+type redactedError struct{ err error }
+
+func (e redactedError) Error() string { return RedactError(e.err) }
+func (e redactedError) Unwrap() error { return e.err }
 
 // quoted matches the quoted literals of a database error message, where
 // PostgreSQL puts the offending input value (invalid input syntax for type

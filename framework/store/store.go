@@ -33,8 +33,9 @@ type Config struct {
 	MaxOpenConns int
 	// Logger receives the slow-query and error reports of the gorm handle
 	// that [Open] creates, without parameter values (see [NewGormLogger]);
-	// [New] keeps the application's gorm logger. Defaults to a logger that
-	// discards them.
+	// [New] keeps the application's gorm logger, which then sees the
+	// framework's statements without their values. Defaults to a logger
+	// that discards them.
 	// A zap user passes slog.New(zapslog.NewHandler(core)), from
 	// go.uber.org/zap/exp/zapslog.
 	Logger *slog.Logger
@@ -149,7 +150,13 @@ type DB struct {
 // framework/store/storepg for gorm.io/driver/postgres, storesqlite for
 // github.com/glebarez/sqlite). The application keeps its pool, its DSN,
 // its logger and its migrations: what the framework needs per
-// transaction, [DB.Write] sets per transaction. New pings the database (an
+// transaction, [DB.Write] sets per transaction. [DB.Gorm] is a session of
+// gdb whose gorm logger is gdb's without parameter values: every
+// statement run on it or on its transactions (the framework's, and the
+// application's own inside [DB.Write]) reaches gdb's logger with its
+// placeholders, errors with their quoted values redacted, and a unique
+// index's refusal, which the framework expects, as no error. Give gdb
+// [NewGormLogger] to have the rest of its statements logged so too. New pings the database (an
 // unreachable one fails with [ErrUnavailable]) and runs the driver's
 // [Driver.Check] of what it cannot set itself, failing with
 // [ErrMisconfigured] and what to change. Closing gdb stays the
@@ -175,6 +182,10 @@ func New(ctx context.Context, gdb *gorm.DB, cfg Config) (*DB, error) {
 	bound, err := d.Check(ctx, gdb)
 	if err != nil {
 		return nil, classify(d, err)
+	}
+	gdb = gdb.Session(&gorm.Session{Logger: withoutValues(gdb.Logger)})
+	if cfg.Replica != nil {
+		cfg.Replica = cfg.Replica.Session(&gorm.Session{Logger: withoutValues(cfg.Replica.Logger)})
 	}
 	db := &DB{Gorm: gdb, Driver: bound, lockTimeout: cfg.LockTimeout, statementTimeout: cfg.StatementTimeout,
 		tracer: cfg.TracerProvider.Tracer(tracerName), clock: Clock{maxAge: cfg.ClockMaxAge}}

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	gormlogger "gorm.io/gorm/logger"
 
@@ -46,5 +50,20 @@ func TestGormLoggerFormatsGormsMessages(t *testing.T) {
 	if strings.Contains(out, "secret-value") || strings.Contains(out, "%") ||
 		!strings.Contains(out, "failed to parse value …, got error bad") || !strings.Contains(out, "removing callback `gorm:create` from x.go:1") {
 		t.Fatalf("messages logged as %q", out)
+	}
+}
+
+// TestGormLoggerConflictIsNotAnError: a statement that a unique index
+// refused (a retried create finding its ID taken, which the framework
+// expects) is logged at Debug as a conflict, never as a failed statement.
+func TestGormLoggerConflictIsNotAnError(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	l := store.NewGormLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), store.GormLoggerConfig{})
+	dup := fmt.Errorf("exec: %w", &pgconn.PgError{Severity: "ERROR", Code: "23505", Message: "duplicate key value violates unique constraint \"orders_pkey\""})
+	l.Trace(context.Background(), time.Now(), func() (string, int64) { return "INSERT INTO orders VALUES ($1)", 0 }, dup)
+	out := buf.String()
+	if strings.Contains(out, "level=ERROR") || !strings.Contains(out, "level=DEBUG") || !strings.Contains(out, "sql conflict") {
+		t.Fatalf("a unique violation was logged as %q", out)
 	}
 }

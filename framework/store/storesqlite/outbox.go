@@ -54,23 +54,21 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 // no RETURNING of the position is read back. SQLite has one writer at a
 // time, so what a write transaction spends in the process, it spends
 // holding the database's write lock. Each statement is reported to tx's
-// gorm logger as gorm would report it.
+// gorm logger with its placeholders, never its values.
 func (outbox) Write(ctx context.Context, tx *gorm.DB, p store.OutboxWriteParams) ([]int64, error) {
 	seqs := make([]int64, 0, len(p.Events))
 	for _, ev := range p.Events {
 		var seq int64
 		start := time.Now()
 		err := tx.Statement.ConnPool.QueryRowContext(ctx, nextSeqSQL, ev.Tenant, ev.AggregateType, ev.AggregateID).Scan(&seq)
-		tx.Logger.Trace(ctx, start, func() (string, int64) {
-			return tx.Dialector.Explain(nextSeqSQL, ev.Tenant, ev.AggregateType, ev.AggregateID), 1
-		}, err)
+		tx.Logger.Trace(ctx, start, func() (string, int64) { return nextSeqSQL, 1 }, err)
 		if err != nil {
 			return nil, fmt.Errorf("outbox: sequence of %s %s: %w", ev.AggregateType, ev.AggregateID, err)
 		}
 		args := []any{ev.ID, ev.Tenant, ev.Type, ev.AggregateType, ev.AggregateID, seq, ev.Payload, ev.Headers, ev.CreatedAt, ev.CreatedAt}
 		start = time.Now()
 		_, err = tx.Statement.ConnPool.ExecContext(ctx, writeEventSQL, args...)
-		tx.Logger.Trace(ctx, start, func() (string, int64) { return tx.Dialector.Explain(writeEventSQL, args...), 1 }, err)
+		tx.Logger.Trace(ctx, start, func() (string, int64) { return writeEventSQL, 1 }, err)
 		if err != nil {
 			return nil, fmt.Errorf("outbox: write %s: %w", ev.Type, err)
 		}
