@@ -8,11 +8,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	_ "github.com/retrysafe/retrysafe/framework/store/storepg" // and so database/sql driver "pgx"
 
 	"github.com/retrysafe/retrysafe/internal/pgtemp"
+	"github.com/retrysafe/retrysafe/internal/procgroup"
 )
 
 // Config tunes [Start].
@@ -53,10 +52,7 @@ type Formation struct {
 type process struct {
 	name, pgdata string
 	port         int
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	procgroup.Process
 }
 
 // Start creates the formation and returns once the primary has a
@@ -80,22 +76,20 @@ func Start(tb testing.TB, cfg Config) *Formation {
 	tb.Cleanup(func() {
 		for _, p := range append([]*process{f.monitor}, f.nodes...) {
 			if p != nil {
-				p.kill()
+				p.Kill()
 			}
 		}
 		_ = os.RemoveAll(root)
 	})
 	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
+		cred, err := procgroup.Credential("postgres")
 		if err != nil {
 			missing(tb, "pgha: running as root and there is no postgres user for pg_autoctl")
 		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(root, uid, gid); err != nil {
+		if err := os.Chown(root, int(cred.Uid), int(cred.Gid)); err != nil {
 			tb.Fatalf("pgha: %v", err)
 		}
-		f.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		f.cred = cred
 	}
 	// pg_autoctl keeps its configuration, state and pid files under XDG
 	// directories: inside root, so that nothing outlives the test. The
@@ -241,37 +235,9 @@ func (f *Formation) start(p *process) {
 	defer log.Close()
 	cmd := f.command("run", "--pgdata", p.pgdata)
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	if err := p.Start(cmd); err != nil {
 		f.tb.Fatalf("pgha: start %s: %v", p.name, err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	p.mu.Lock()
-	p.cmd, p.exited = cmd, exited
-	p.mu.Unlock()
-}
-
-// kill sends SIGKILL to p's process group (the keeper, its postmaster and
-// the backends) and waits until the keeper is gone.
-func (p *process) kill() bool {
-	p.mu.Lock()
-	cmd, exited := p.cmd, p.exited
-	p.cmd = nil
-	p.mu.Unlock()
-	if cmd == nil {
-		return false
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	<-exited
-	// The postmaster's children notice its death on their own; wait until
-	// nothing of the group is left, so that a restart finds the port free.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if err := syscall.Kill(-cmd.Process.Pid, 0); errors.Is(err, syscall.ESRCH) {
-			break
-		}
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	return true
 }
 
 func (f *Formation) monitorURL(user string) string {
@@ -456,7 +422,7 @@ func (f *Formation) PerformFailover() Node {
 func (f *Formation) KillPrimary() Node {
 	f.tb.Helper()
 	n := f.Primary()
-	if !f.node(n).kill() {
+	if !f.node(n).Kill() {
 		f.tb.Fatalf("pgha: %s is not running", n.Name)
 	}
 	return n
@@ -584,15 +550,7 @@ func (f *Formation) Restart() (down time.Duration) {
 func (f *Formation) stop(p *process) {
 	f.tb.Helper()
 	f.run("stop", "--pgdata", p.pgdata, "--fast")
-	p.mu.Lock()
-	cmd, exited := p.cmd, p.exited
-	p.cmd = nil
-	p.mu.Unlock()
-	if cmd != nil {
-		select {
-		case <-exited:
-		case <-time.After(60 * time.Second):
-			f.tb.Fatalf("pgha: %s did not stop\n%s", p.name, f.Log())
-		}
+	if !p.Stopped(60 * time.Second) {
+		f.tb.Fatalf("pgha: %s did not stop\n%s", p.name, f.Log())
 	}
 }
