@@ -19,7 +19,7 @@ var driverModules = []string{
 // on one at all, even transitively: an application gets the drivers it
 // imports and no other. Applications (cmd/, examples/) and the test
 // helpers that start databases (internal/testdb, internal/pgtemp,
-// internal/pgha) may
+// internal/pgha, internal/galera) may
 // import a gorm dialector of their own, as an application does, and the
 // driver packages of the store.
 func TestDriverBoundary(t *testing.T) {
@@ -44,7 +44,7 @@ func TestDriverBoundary(t *testing.T) {
 		return strings.HasPrefix(pkg, module+"framework/store/store") && pkg != module+"framework/store/storetest"
 	}
 	application := func(pkg string) bool {
-		for _, p := range []string{"cmd/", "examples/", "internal/testdb", "internal/pgtemp", "internal/pgha", "internal/demoproc"} {
+		for _, p := range []string{"cmd/", "examples/", "internal/testdb", "internal/pgtemp", "internal/pgha", "internal/galera", "internal/demoproc"} {
 			if strings.HasPrefix(pkg, module+p) {
 				return true
 			}
