@@ -43,18 +43,17 @@
 //
 //   - [Local]: the operation touches only this database. The record is
 //     read first, outside any transaction, and a key seen before is
-//     answered from that read. A new key's business writes
-//     ([Operation.ExecuteFunc]) and its record, created completed
-//     ([RecordStore.Create]), commit in one transaction, so there is no
-//     crash window. A concurrent duplicate waits on the key until the
-//     winner commits; its own transaction then rolls back whole and it
-//     replays through the claim path (claim, business writes and completion
-//     in one transaction), which also serves an expired record. A wait past
-//     the store's lock timeout for the key's own record is 409
-//     request_in_progress; a wait for anything else (another key's rows, a
-//     table lock, SQLite's database lock) is 503 unavailable, with
-//     Retry-After either way: a key is told it is in progress only when
-//     it is.
+//     answered from that read. A new (or expired) key is claimed, its
+//     business writes ([Operation.ExecuteFunc]) made and its record
+//     completed in one transaction, the claim first, so there is no crash
+//     window. A concurrent duplicate waits on the key in its claim
+//     statement, before any of the operation's code runs, until the winner
+//     commits (it then replays) or rolls back (it then executes); a wait
+//     past the store's lock timeout (store.Config.LockTimeout, 1s by
+//     default) for the key's own record is 409 request_in_progress; a wait
+//     for anything else (another key's rows, a table lock, SQLite's
+//     database lock) is 503 unavailable, with Retry-After either way: a
+//     key is told it is in progress only when it is.
 //   - [Phased]: the operation calls another system. [Operation.RunFunc]
 //     commits atomic phases with [Run.Phase], each recording a recovery
 //     point; calls carry [Run.DownstreamKey] and are preceded by

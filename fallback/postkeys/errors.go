@@ -26,11 +26,6 @@ var (
 	// FailPointFunc.
 	ErrAbandoned = errors.New("postkeys: the attempt was abandoned at a fail point")
 
-	// ErrKeyTaken is returned (wrapped) by [RecordStore.Create], or by the
-	// transaction it deferred its statement to, when a record of the key
-	// exists: a concurrent request with the key committed first.
-	ErrKeyTaken = errors.New("postkeys: a record of this key exists")
-
 	// ErrRecordNotFound is returned by [Resolve] when no record has the
 	// key.
 	ErrRecordNotFound = errors.New("postkeys: no such idempotency record")

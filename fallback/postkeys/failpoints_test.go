@@ -91,11 +91,6 @@ func (l *statementLog) Complete(ctx context.Context, db *gorm.DB, p postkeys.Com
 	return l.RecordStore.Complete(ctx, db, p)
 }
 
-func (l *statementLog) Create(ctx context.Context, db *gorm.DB, c postkeys.ClaimParams, p postkeys.CompleteParams) error {
-	l.note(db, "Create")
-	return l.RecordStore.Create(ctx, db, c, p)
-}
-
 func (l *statementLog) MarkUnknown(ctx context.Context, db *gorm.DB, p postkeys.MarkUnknownParams) (bool, error) {
 	l.note(db, "MarkUnknown")
 	return l.RecordStore.MarkUnknown(ctx, db, p)

@@ -202,6 +202,9 @@ type harness struct {
 	registry *prometheus.Registry
 	srv      *httptest.Server
 	logs     *testlog.Buffer
+	// v1 is the authenticated route group: a test mounts an operation of
+	// its own there before it sends requests.
+	v1 *gin.RouterGroup
 }
 
 // setup builds the harness on dsn; tweak may change the adapter's Config
@@ -296,7 +299,7 @@ func setupOn(t *testing.T, db *store.DB, tweak func(*postkeys.Config, *widgets))
 	v1.POST("/counters", cep.Handle)
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
-	return &harness{t: t, db: db, keys: keys, clock: c, widgets: w, registry: registry, srv: srv, logs: logs}
+	return &harness{t: t, db: db, keys: keys, clock: c, widgets: w, registry: registry, srv: srv, logs: logs, v1: v1}
 }
 
 type response struct {

@@ -11,12 +11,10 @@ import (
 type postAction int
 
 const (
-	// postCreate: no record (Local): execute and create the record,
-	// completed, in the transaction of the business writes.
-	postCreate postAction = iota
-	// postClaim: no live record (Phased: none; either mode: an expired
-	// one): claim the key, then execute.
-	postClaim
+	// postClaim: no live record (none, or an expired one): claim the key,
+	// then execute. A local request claims in the transaction of its
+	// business writes, before them.
+	postClaim postAction = iota
 	// postReplay: answer with the completed record's stored response.
 	postReplay
 	// postResume: the record is in progress past its lease: take it over
@@ -63,8 +61,6 @@ type postDecision struct {
 func decidePost(s postState) postDecision {
 	r := &s.Record
 	switch {
-	case !s.Found && s.Mode == Local:
-		return postDecision{Action: postCreate}
 	case !s.Found, r.Expired:
 		return postDecision{Action: postClaim}
 	case r.Fingerprint != s.Fingerprint:

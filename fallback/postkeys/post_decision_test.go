@@ -33,7 +33,7 @@ func TestDecidePost(t *testing.T) {
 		in   postState
 		want want
 	}{
-		{"local, new key: execute and create the record", postState{Mode: Local}, want{action: postCreate}},
+		{"local, new key: claim, before any business write", postState{Mode: Local}, want{action: postClaim}},
 		{"local, expired record: claim", postState{Mode: Local, Found: true, Record: expired(completed)}, want{action: postClaim}},
 		{"local, expired record of another request: claim", postState{Mode: Local, Found: true, Record: expired(rec(StateCompleted, fpB))},
 			want{action: postClaim}},
@@ -135,13 +135,9 @@ func postInvariant(in postState, d postDecision) error {
 	live := in.Found && !r.Expired
 	own := r.Fingerprint == in.Fingerprint
 	switch d.Action {
-	case postCreate:
-		if in.Mode != Local || in.Found {
-			return fmt.Errorf("creates a record where it may not")
-		}
 	case postClaim:
-		if live || in.Mode == Local && !in.Found {
-			return fmt.Errorf("claims a live record, or claims where a local request creates")
+		if live {
+			return fmt.Errorf("claims a live record")
 		}
 	case postReplay:
 		if !live || !own || r.State != StateCompleted {

@@ -1,7 +1,6 @@
 package postkeys
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -218,17 +217,6 @@ type RecordStore interface {
 	// Complete stores the outcome (and, when p.Point is set, the recovery
 	// point of the last phase) and ends the lease; fenced.
 	Complete(ctx context.Context, db *gorm.DB, p CompleteParams) (ok bool, err error)
-	// Create writes, with a plain INSERT, the completed record of a key
-	// the caller has just read as absent and executed without a claim in
-	// this same transaction (a Local operation): attempt 1, a new fence,
-	// c's fingerprint, p's outcome, recovery point p.Point or PointStarted.
-	// p.ID and p.Fence are ignored (c.ID names the record). It may defer
-	// the statement to the transaction's next round trip (on PostgreSQL,
-	// its COMMIT). When a record of the key exists by then (a concurrent
-	// request with the key committed first), that statement or
-	// store.DB.Write fails with an error wrapping [ErrKeyTaken], and
-	// nothing of the transaction commits.
-	Create(ctx context.Context, db *gorm.DB, c ClaimParams, p CompleteParams) error
 	// MarkUnknown records that the attempt failed after a side effect;
 	// fenced.
 	MarkUnknown(ctx context.Context, db *gorm.DB, p MarkUnknownParams) (ok bool, err error)
@@ -355,20 +343,6 @@ func (s recordStore) Complete(ctx context.Context, db *gorm.DB, p CompleteParams
 	return s.r.Complete(ctx, db, &store.RecordCompleteParams{ID: store.RecordKey(p.ID), Fence: p.Fence, Point: p.Point,
 		RecordOutcome: o})
 }
-
-func (s recordStore) Create(ctx context.Context, db *gorm.DB, c ClaimParams, p CompleteParams) error {
-	o, err := storedOutcome(p)
-	if err != nil {
-		return err
-	}
-	return s.r.Create(ctx, db, &store.RecordCreateParams{ID: store.RecordKey(c.ID), Fingerprint: c.Fingerprint,
-		FingerprintVersion: c.FingerprintVersion, Point: cmp.Or(p.Point, PointStarted), RecordOutcome: o,
-		KeyTakenFunc: keyTaken})
-}
-
-// keyTaken wraps err, a unique violation of the records' primary key
-// (the table has no other unique index), with ErrKeyTaken.
-func keyTaken(err error) error { return errors.Join(ErrKeyTaken, err) }
 
 func (s recordStore) MarkUnknown(ctx context.Context, db *gorm.DB, p MarkUnknownParams) (bool, error) {
 	return s.r.MarkUnknown(ctx, db, &store.RecordMarkUnknownParams{ID: store.RecordKey(p.ID), Fence: p.Fence,

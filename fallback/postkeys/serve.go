@@ -232,63 +232,27 @@ func (a *Adapter) replayFromReplica(ctx context.Context, op *operation, at *atte
 
 // serveLocal runs a Local operation. The record is read first, outside
 // any transaction: a key seen before (a replay, a reuse with another body)
-// is answered from that one read. A key never seen is executed at once and
-// its record created, completed, in the transaction of the business writes
-// (serveLocalNew: on PostgreSQL the record travels with the COMMIT). A
-// concurrent request with the key that commits first makes that
-// transaction fail and roll back whole; then, as for an expired record,
-// the claim path decides (serveLocalClaimed).
+// is answered from that one read. Anything else (no record, an expired
+// one) takes the claim path (serveLocalClaimed).
 func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
 	rec, found, err := a.records.Get(ctx, a.db.Gorm, at.id)
 	if err != nil {
 		return outcome{}, a.db.Classify(err)
 	}
 	d := decidePost(postState{Mode: Local, Fingerprint: at.fingerprint, Found: found, Record: rec})
-	switch d.Action {
-	case postCreate:
-		out, err := a.serveLocalNew(ctx, op, at, version)
-		if !errors.Is(err, ErrKeyTaken) {
-			return out, err
-		}
-	case postClaim:
-	default:
+	if d.Action != postClaim {
 		return a.answerExisting(ctx, a.db.Gorm, op, at, rec, d)
 	}
 	return a.serveLocalClaimed(ctx, op, at, version)
 }
 
-// serveLocalNew executes a request whose key had no record a moment ago
-// and creates its record, completed, in the same transaction. Its error
-// wraps ErrKeyTaken when a record of the key was committed meanwhile:
-// nothing of this transaction committed.
-func (a *Adapter) serveLocalNew(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
-	var out outcome
-	at.number, at.fence, at.claimedAt = 1, 0, a.engine.Now()
-	err := a.db.WriteRetrying(ctx, func(tx *gorm.DB) error {
-		tx = tx.WithContext(ctx)
-		var (
-			stored storedResponse
-			err    error
-		)
-		if out, stored, err = a.executeLocal(ctx, tx, op, at); err != nil {
-			return err
-		}
-		return a.records.Create(ctx, tx, a.claimParams(at, version), a.completeParams(at, stored))
-	})
-	if err != nil {
-		return outcome{}, err
-	}
-	// The record's fence is drawn by its INSERT and nothing reads it back:
-	// the event has none.
-	a.logTransition(ctx, at, "created", StateCompleted, out.resp.status, false)
-	return out, nil
-}
-
 // serveLocalClaimed runs a Local operation on the claim path: claim,
 // business writes and completion in one transaction, so there is no crash
-// window; a concurrent duplicate waits on the key inside its claim
-// statement until the winner commits (bounded by the lock timeout, which
-// becomes 409 request_in_progress: the wait was the key's), then replays.
+// window. The claim is the transaction's first statement: a concurrent
+// duplicate waits on the key inside its own claim statement, before any
+// of the operation's code runs, until the winner commits (then it
+// replays) or rolls back (then it claims and executes); a wait past the
+// store's lock timeout is 409 request_in_progress.
 func (a *Adapter) serveLocalClaimed(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
 	var (
 		out      outcome

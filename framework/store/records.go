@@ -33,7 +33,7 @@ import (
 //   - Insert and Get take no row lock and write nothing when the key is
 //     held, so that a replay is a read.
 //   - Errors pass through unclassified (the caller classifies them with
-//     [DB.Classify]), except Create's, which are classified.
+//     [DB.Classify]).
 //
 // Like [Driver], it serves the framework's own packages and may gain
 // methods in any release.
@@ -70,16 +70,6 @@ type Records interface {
 	// point of the last phase), ends the lease and sets expires_at;
 	// fenced by token and live lease.
 	Complete(ctx context.Context, db *gorm.DB, p *RecordCompleteParams) (ok bool, err error)
-	// Create writes, with a plain INSERT, the completed record of a key
-	// the caller has just read as absent and executed without a claim in
-	// this same transaction: attempt 1, a new fence, no lease. On a
-	// pipelining transaction (storepg) the statement is deferred to the
-	// transaction's next round trip, at the latest its COMMIT, and is one
-	// numbered statement with no gorm statement built. When a record of
-	// the key exists by then, that statement (or [DB.Write]) fails with an
-	// error that wraps [ErrUniqueViolation], passed through
-	// p.KeyTakenFunc, and nothing of the transaction commits.
-	Create(ctx context.Context, db *gorm.DB, p *RecordCreateParams) error
 	// MarkUnknown records that the attempt failed after a side effect
 	// (state unknown, no lease); fenced by token and live lease.
 	MarkUnknown(ctx context.Context, db *gorm.DB, p *RecordMarkUnknownParams) (ok bool, err error)
@@ -216,8 +206,7 @@ type RecordRenewParams struct {
 	Lease time.Duration
 }
 
-// RecordOutcome is the response a record stores, in [RecordCompleteParams]
-// and [RecordCreateParams].
+// RecordOutcome is the response a record stores, in [RecordCompleteParams].
 type RecordOutcome struct {
 	Status int
 	// Headers is the header text to store (the caller's encoding).
@@ -241,22 +230,6 @@ type RecordCompleteParams struct {
 	// Point, when not empty, replaces the recovery point.
 	Point string
 	RecordOutcome
-}
-
-// RecordCreateParams are the arguments of [Records.Create].
-type RecordCreateParams struct {
-	ID                 RecordKey
-	Fingerprint        string
-	FingerprintVersion int
-	// Point is the record's recovery point.
-	Point string
-	RecordOutcome
-	// KeyTakenFunc, when set, receives the error of a Create that found
-	// a record of the key (classified: it wraps [ErrUniqueViolation]),
-	// wherever it surfaces (Create's return, or the round trip or COMMIT
-	// the statement was deferred to), and returns the error reported
-	// instead. Defaults to nil: the classified error.
-	KeyTakenFunc func(error) error
 }
 
 // RecordMarkUnknownParams are the arguments of [Records.MarkUnknown].

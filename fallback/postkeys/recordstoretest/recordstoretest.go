@@ -44,7 +44,6 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		"WokenAfterItsOwnLeaseWritesNothing":          testFencedAfterOwnLease,
 		"RenewKeepsTheLeaseLive":                      testRenew,
 		"CompleteStoresTheOutcome":                    testComplete,
-		"CreateWritesACompletedRecordOnce":            testCreate,
 		"CompleteCanRecordTheLastPoint":               testCompleteWithPoint,
 		"ExpiredRecordIsReclaimedLiveOneIsNot":        testReclaim,
 		"JanitorDeletesOnlyExpiredCompletedInBatches": testJanitor,
@@ -609,46 +608,6 @@ func testErrors(t *testing.T, s *suite) {
 	}
 	if classified := s.h.DB.Classify(err); errors.Is(classified, store.ErrLockTimeout) {
 		t.Fatalf("a cancelled context classified as a lock timeout: %v", classified)
-	}
-}
-
-// testCreate: Create writes a completed record at attempt 1 with a fence
-// of its own, in the caller's transaction; a key that exists makes that
-// transaction fail with ErrKeyTaken, and nothing of it commits.
-func testCreate(t *testing.T, s *suite) {
-	held := s.insert("held")
-	outcome := postkeys.CompleteParams{Status: http.StatusCreated, Header: http.Header{"Location": {"/x/new"}},
-		Body: []byte(`{"k":"new"}`), Ref: "ref-new", TTL: time.Hour}
-	if err := s.write(func(tx *gorm.DB) error { return s.h.Store.Create(s.ctx, tx, claimParams("new"), outcome) }); err != nil {
-		t.Fatalf("Create of a new key: %v", err)
-	}
-	rec := s.mustGet("new")
-	if rec.State != postkeys.StateCompleted || rec.Attempt != 1 || rec.Fence <= held.Fence || rec.Fingerprint != claimParams("new").Fingerprint ||
-		rec.ResponseStatus != http.StatusCreated || string(rec.ResponseBody) != `{"k":"new"}` || rec.ResponseHeader.Get("Location") != "/x/new" ||
-		rec.ResourceRef != "ref-new" || rec.RecoveryPoint != postkeys.PointStarted || !rec.LockedUntil.IsZero() || rec.Expired {
-		t.Fatalf("created record %+v", rec)
-	}
-	if d := rec.ExpiresAt.Sub(rec.UpdatedAt); d < time.Hour-time.Second || d > time.Hour+time.Second {
-		t.Fatalf("expires %v after creation, want 1h", d)
-	}
-	// The key is taken (by a completed record, and by one in progress):
-	// the whole transaction fails, its other writes with it.
-	for _, key := range []string{"new", "held"} {
-		err := s.write(func(tx *gorm.DB) error {
-			if _, ok, err := s.h.Store.Insert(s.ctx, tx, claimParams("other-"+key)); err != nil || !ok {
-				return fmt.Errorf("Insert = %v, %v", ok, err)
-			}
-			return s.h.Store.Create(s.ctx, tx, claimParams(key), outcome)
-		})
-		if !errors.Is(err, postkeys.ErrKeyTaken) {
-			t.Fatalf("Create of the taken key %s = %v, want ErrKeyTaken", key, err)
-		}
-		if _, found := s.get("other-" + key); found {
-			t.Fatalf("the transaction of a failed Create of %s committed", key)
-		}
-	}
-	if rec := s.mustGet("held"); rec.State != postkeys.StateInProgress || rec.Fence != held.Fence {
-		t.Fatalf("a failed Create changed the held record: %+v", rec)
 	}
 }
 

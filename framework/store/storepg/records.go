@@ -11,9 +11,8 @@ import (
 // Records returns the idempotency records' SQL on PostgreSQL: the
 // portable statements, with the clock statement_timestamp() (when the
 // statement arrived, not the transaction's start, which a stalled
-// transaction would keep old) and fences from a sequence. Get and Create
-// are numbered statements with no gorm statement built; Create travels
-// with the transaction's COMMIT.
+// transaction would keep old) and fences from a sequence. Get is a
+// numbered statement with no gorm statement built.
 func (Driver) Records(cfg store.RecordsConfig) store.Records {
 	return recordsql.New(records, Driver{}.Classify, cfg)
 }

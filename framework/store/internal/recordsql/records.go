@@ -36,7 +36,7 @@ func New(s Spelling, classify func(error) error, cfg store.RecordsConfig) store.
 	}
 	switch {
 	case s.Numbered:
-		rs.numbered = map[string]numberedSQL{"get": numberArgs(rs.sql["get"]), "create": numberArgs(rs.sql["create"])}
+		rs.numbered = map[string]numberedSQL{"get": numberArgs(rs.sql["get"])}
 	case s.Positional:
 		rs.numbered = map[string]numberedSQL{"get": positionalArgs(rs.sql["get"])}
 	}
@@ -49,8 +49,8 @@ type records struct {
 	classify func(error) error
 	offset   func() time.Duration
 	sql      map[string]string
-	// numbered holds, where the spelling says so, the hot statements (get,
-	// create) with numbered placeholders, run without building a gorm
+	// numbered holds, where the spelling says so, the hot read (get) with
+	// numbered or positional placeholders, run without building a gorm
 	// statement.
 	numbered map[string]numberedSQL
 }
@@ -237,28 +237,6 @@ func (s *records) Complete(ctx context.Context, db *gorm.DB, p *store.RecordComp
 	args["fence"], args["point"] = p.Fence, nullable(p.Point)
 	n, err := s.execOnKey(ctx, db, "complete", s.args(p.ID, args))
 	return n == 1, err
-}
-
-// Create is deferred on a pipelining transaction (pipeline.Later): on
-// PostgreSQL it travels with the transaction's COMMIT, numbered.
-func (s *records) Create(ctx context.Context, db *gorm.DB, p *store.RecordCreateParams) error {
-	args := s.createArgs(p)
-	wrap := func(err error) error {
-		if err = s.classify(err); errors.Is(err, store.ErrUniqueViolation) && p.KeyTakenFunc != nil {
-			return p.KeyTakenFunc(err)
-		}
-		return store.KeyLocked(err)
-	}
-	if q, ok := s.numbered["create"]; ok && pipeline.Pipelined(db) {
-		return pipeline.LaterSQL(db, q.sql, q.values(args), wrap)
-	}
-	return pipeline.Later(db.WithContext(ctx), func(q *gorm.DB) *gorm.DB { return q.Exec(s.sql["create"], args) }, wrap)
-}
-
-func (s *records) createArgs(p *store.RecordCreateParams) map[string]any {
-	args := s.outcomeArgs(&p.RecordOutcome)
-	args["fingerprint"], args["version"], args["point"] = p.Fingerprint, p.FingerprintVersion, p.Point
-	return s.args(p.ID, args)
 }
 
 // outcomeArgs are the statement arguments of an outcome.

@@ -23,9 +23,8 @@ type Spelling struct {
 	AgeSeconds string
 	// Duration spells a duration as the argument Now and Plus take.
 	Duration func(time.Duration) string
-	// Numbered: the hot statements (get, create) run with numbered
-	// placeholders, with no gorm statement built (PostgreSQL; SQLite,
-	// which takes $n too, for get: its transactions do not pipeline).
+	// Numbered: the hot read (get) runs with numbered placeholders, with
+	// no gorm statement built (PostgreSQL; SQLite, which takes $n too).
 	Numbered bool
 	// Positional: the hot read (get) runs with positional placeholders
 	// (?, one an occurrence of a name), with no gorm statement built (the
@@ -122,10 +121,6 @@ SET recovery_point = @point, resource_ref = COALESCE(@ref, resource_ref), locked
 WHERE ` + liveAttempt,
 	"renew": `UPDATE idempotency_records SET locked_until = {lease}, updated_at = {now}
 WHERE ` + liveAttempt,
-	"create": `INSERT INTO idempotency_records (` + ClaimColumns + `,
-    response_status, response_headers, response_body, response_truncated, resource_ref, error_code)
-VALUES (@tenant, @operation, @key, @fingerprint, CAST(@version AS {int}), 'completed', @point, 1,
-    {next_fence}, NULL, {now}, {now}, {ttl}, @status, @headers, @body, @truncated, @ref, @code)`,
 	"complete": `UPDATE idempotency_records
 SET state = 'completed', locked_until = NULL, response_status = @status, response_headers = @headers,
     response_body = @body, response_truncated = @truncated, resource_ref = COALESCE(@ref, resource_ref),
