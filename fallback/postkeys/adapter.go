@@ -104,7 +104,10 @@ func (a *Adapter) Lookup(ctx context.Context, tenant, operation, key string) (re
 
 // storable turns an operation's response into what the record keeps: the
 // allow-listed headers and the body, or only the reference when the body is
-// over the cap.
+// over the cap. A 5xx response is never kept (DESIGN §6): its error is a
+// *serverError, which the request is answered with and which otherwise
+// counts as the operation's error (the key is released, or the record left
+// unknown after a side effect).
 func (a *Adapter) storable(op *operation, resp Response, errorCode string) (storedResponse, error) {
 	if resp.Status < 100 || resp.Status > 599 {
 		return storedResponse{}, fmt.Errorf("postkeys: operation %q answered status %d", op.name, resp.Status)
@@ -119,6 +122,9 @@ func (a *Adapter) storable(op *operation, resp Response, errorCode string) (stor
 		header.Set("Content-Type", "application/json; charset=utf-8")
 	}
 	out := storedResponse{status: resp.Status, header: header, body: resp.Body, ref: resp.ResourceRef, errorCode: errorCode}
+	if resp.Status >= http.StatusInternalServerError {
+		return storedResponse{}, &serverError{resp: out}
+	}
 	if len(resp.Body) > a.cfg.MaxStoredBody {
 		if op.render == nil || resp.ResourceRef == "" {
 			return storedResponse{}, fmt.Errorf("postkeys: operation %q answered %d bytes, over the %d stored, without a RenderFunc and a ResourceRef",

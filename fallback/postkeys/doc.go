@@ -101,7 +101,11 @@
 // rejections listed in [Operation.RejectionCodes] (stored as the exact bytes
 // of the engine's RenderProblem). Both are replayed byte for byte with
 // Idempotent-Replayed: true for the engine's replay window. Validation
-// errors, 401/403 and 429 are never stored.
+// errors, 401/403 and 429 are never stored, and neither is a 5xx, an error
+// or a Response with a 5xx status: it rolls a local operation back whole
+// and releases a phased key before any phase (the client gets the
+// Response as it was made, unstored; a retry executes again), and leaves a
+// phased record unknown after one (409 outcome_pending, then reconciled).
 //
 // [Adapter.Start] runs the recovery worker ([Adapter.RecoverOnce]) and the
 // janitor ([Adapter.CleanupOnce], which deletes expired completed records in

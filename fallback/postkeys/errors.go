@@ -1,6 +1,9 @@
 package postkeys
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrFenced is returned by [Run.Phase], [Run.Complete], [Run.Renew] and
@@ -50,3 +53,15 @@ var (
 	// running.
 	ErrRunning = errors.New("postkeys: the workers are already running")
 )
+
+// serverError is an operation's [Response] with a 5xx status. It is never
+// stored: it counts as the operation's error, so a local operation's
+// transaction rolls back whole and a phased attempt releases its key
+// before any phase, or leaves its record unknown after one. The request is
+// answered with the response itself (its allow-listed headers and body)
+// where an error would be answered, never replayed.
+type serverError struct{ resp storedResponse }
+
+func (e *serverError) Error() string {
+	return fmt.Sprintf("postkeys: the operation answered %d, which is not stored", e.resp.status)
+}

@@ -67,7 +67,13 @@ type Request[Cmd any] struct {
 }
 
 // Response is what an operation answers. It is stored (status, the headers
-// of [Config.StoredHeaders], body) and replayed byte for byte.
+// of [Config.StoredHeaders], body) and replayed byte for byte, unless its
+// status is 5xx: such a Response is never stored and counts as the
+// operation's error (a local operation's writes roll back and its key is
+// free; a phased attempt releases its key before its first phase, or
+// leaves the record unknown after one). The client gets it as it is, with
+// nothing replayed, unless the record is left unknown (then 409
+// outcome_pending).
 type Response struct {
 	Status int
 	// Header holds response headers; only those of Config.StoredHeaders are

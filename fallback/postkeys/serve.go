@@ -162,11 +162,16 @@ func (a *Adapter) replayCompleted(ctx context.Context, op *operation, at *attemp
 	return out, true, err
 }
 
-// answer writes the outcome of a request, or its error.
+// answer writes the outcome of a request, or its error: an operation's
+// 5xx response (a *serverError) as the operation made it, unstored.
 func (a *Adapter) answer(c *gin.Context, op *operation, key string, out outcome, err error) {
 	if err != nil {
-		a.fail(c, op, err)
-		return
+		var se *serverError
+		if _, problem := framework.AsError(err); problem || !errors.As(err, &se) {
+			a.fail(c, op, err)
+			return
+		}
+		out = outcome{resp: se.resp, body: se.resp.body, metric: framework.OutcomeError}
 	}
 	a.engine.Metrics().Requests.WithLabelValues("post", op.name, out.metric).Inc()
 	framework.TraceOutcome(c.Request.Context(), "post", op.name, out.metric, key)
@@ -184,20 +189,18 @@ func (a *Adapter) serveUnrecorded(ctx context.Context, op *operation, at *attemp
 		resp, err := op.run(ctx, at)
 		return a.finish(ctx, op, at, resp, err, false)
 	}
-	var resp Response
+	var out outcome
 	err := a.db.WriteRetrying(ctx, func(tx *gorm.DB) error {
-		var err error
-		resp, err = op.execute(ctx, tx.WithContext(ctx), at)
+		resp, err := op.execute(ctx, tx.WithContext(ctx), at)
+		if err != nil {
+			return err
+		}
+		// A 5xx response rolls the transaction back, as an error does.
+		stored, err := a.storable(op, resp, "")
+		out = outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}
 		return err
 	})
-	if err != nil {
-		return outcome{}, err
-	}
-	stored, err := a.storable(op, resp, "")
-	if err != nil {
-		return outcome{}, err
-	}
-	return outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}, nil
+	return out, err
 }
 
 // replicaMargin is how far from the end of its window a record read on a

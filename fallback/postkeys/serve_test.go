@@ -14,6 +14,143 @@ import (
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
+// serverErrorBody is what the test operations answer with their 5xx.
+const serverErrorBody = `{"error":"the ledger is being rebuilt"}`
+
+// TestLocalServerErrorIsNeverStored: a local operation's Response with a
+// 5xx status rolls its transaction back whole (the business write and the
+// record), and the client gets the response as it was made, unstored. The
+// next retry with the key executes again, and its success is then
+// replayed.
+func TestLocalServerErrorIsNeverStored(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		h := setup(t, dsn, nil)
+		var calls atomic.Int64
+		ep, err := postkeys.Register(h.keys, postkeys.Operation[counterCmd]{
+			Name: "flaky",
+			ExecuteFunc: func(ctx context.Context, tx *gorm.DB, req postkeys.Request[counterCmd]) (postkeys.Response, error) {
+				n := calls.Add(1)
+				if err := tx.Exec("INSERT INTO counters (tenant_id, value) VALUES (?, ?)", req.Tenant, req.Command.By).Error; err != nil {
+					return postkeys.Response{}, err
+				}
+				if n == 1 {
+					return postkeys.Response{Status: http.StatusInternalServerError, Body: []byte(serverErrorBody)}, nil
+				}
+				return postkeys.JSON(http.StatusCreated, map[string]any{"by": req.Command.By, "call": n}, "")
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.v1.POST("/flaky", ep.Handle)
+
+		failed := h.post("/v1/flaky", tokenA, "k1", `{"by":3}`)
+		wantStatus(t, failed, http.StatusInternalServerError)
+		if string(failed.Body) != serverErrorBody || failed.Header.Get("Idempotent-Replayed") != "" ||
+			failed.Header.Get("Idempotency-Key") != "k1" {
+			t.Fatalf("5xx answer: %v %s", failed.Header, failed.Body)
+		}
+		h.noRecord("a", "flaky", "k1")
+		if n := h.count("SELECT count(*) FROM counters"); n != 0 {
+			t.Fatalf("the 5xx's business write committed: %d counters", n)
+		}
+
+		done := h.post("/v1/flaky", tokenA, "k1", `{"by":3}`)
+		wantStatus(t, done, http.StatusCreated)
+		if done.Header.Get("Idempotent-Replayed") != "" || calls.Load() != 2 {
+			t.Fatalf("the retry after a 5xx was not executed: %d calls, %v", calls.Load(), done.Header)
+		}
+		wantReplay(t, h.post("/v1/flaky", tokenA, "k1", `{"by":3}`), done)
+		if calls.Load() != 2 {
+			t.Fatalf("calls = %d, want 2", calls.Load())
+		}
+		if rec := h.record("a", "flaky", "k1"); rec.ResponseStatus != http.StatusCreated {
+			t.Fatalf("record %+v", rec)
+		}
+		if v := h.count("SELECT value FROM counters WHERE tenant_id = 'a'"); v != 3 {
+			t.Fatalf("counter = %d, want 3 (one execution committed)", v)
+		}
+	})
+}
+
+// TestPhasedServerErrorIsNeverStored: a phased operation's Response with
+// a 5xx status before its first phase releases the key (the retry runs
+// again, and its success is replayed); after a phase committed it leaves
+// the record unknown, answered 409 outcome_pending, and the next retry
+// reconciles it instead of running the operation again.
+func TestPhasedServerErrorIsNeverStored(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		h := setup(t, dsn, nil)
+		var runs, reconciles atomic.Int64
+		// widgetCmd.Name says where the first run answers 500: "before"
+		// its phase or "after" it.
+		ep, err := postkeys.Register(h.keys, postkeys.Operation[widgetCmd]{
+			Name: "flaky_phased", Mode: postkeys.Phased,
+			RunFunc: func(ctx context.Context, run *postkeys.Run[widgetCmd]) (postkeys.Response, error) {
+				first := runs.Add(1) == 1
+				cmd, _ := run.Command()
+				if first && cmd.Name == "before" {
+					return postkeys.Response{Status: http.StatusInternalServerError, Body: []byte(serverErrorBody)}, nil
+				}
+				id := "wd_" + uuid.NewString()
+				if err := run.Phase(ctx, "widget_created", func(tx *gorm.DB) (string, error) {
+					return id, tx.Exec("INSERT INTO widgets (tenant_id, id, name) VALUES (?, ?, ?)", run.Tenant(), id, cmd.Name).Error
+				}); err != nil {
+					return postkeys.Response{}, err
+				}
+				if first {
+					return postkeys.Response{Status: http.StatusBadGateway, Body: []byte(serverErrorBody)}, nil
+				}
+				return h.widgets.response(ctx, run.Tenant(), id)
+			},
+			ReconcileFunc: func(ctx context.Context, run *postkeys.Run[widgetCmd]) (postkeys.Response, error) {
+				reconciles.Add(1)
+				return h.widgets.response(ctx, run.Tenant(), run.ResourceRef())
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.v1.POST("/flaky_phased", ep.Handle)
+
+		// Before any side effect: released.
+		failed := h.post("/v1/flaky_phased", tokenA, "before", `{"name":"before"}`)
+		wantStatus(t, failed, http.StatusInternalServerError)
+		if string(failed.Body) != serverErrorBody || failed.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("5xx answer: %v %s", failed.Header, failed.Body)
+		}
+		h.noRecord("a", "flaky_phased", "before")
+		done := h.post("/v1/flaky_phased", tokenA, "before", `{"name":"before"}`)
+		wantStatus(t, done, http.StatusCreated)
+		if runs.Load() != 2 || done.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("the retry after a released 5xx was not executed: %d runs, %v", runs.Load(), done.Header)
+		}
+		wantReplay(t, h.post("/v1/flaky_phased", tokenA, "before", `{"name":"before"}`), done)
+
+		// After a phase: unknown, reconciled, never run again.
+		runs.Store(0)
+		pending := h.post("/v1/flaky_phased", tokenA, "after", `{"name":"after"}`)
+		wantStatus(t, pending, http.StatusConflict)
+		if pending.code(t) != "outcome_pending" || pending.Header.Get("Retry-After") == "" {
+			t.Fatalf("5xx after a phase: %v %s", pending.Header, pending.Body)
+		}
+		if rec := h.record("a", "flaky_phased", "after"); rec.State != postkeys.StateUnknown || rec.ResponseStatus != 0 {
+			t.Fatalf("record after a 5xx past a phase: %+v", rec)
+		}
+		settled := h.post("/v1/flaky_phased", tokenA, "after", `{"name":"after"}`)
+		wantStatus(t, settled, http.StatusCreated)
+		if runs.Load() != 1 || reconciles.Load() != 1 {
+			t.Fatalf("runs %d, reconciles %d: want the retry to reconcile, not to run again", runs.Load(), reconciles.Load())
+		}
+		wantReplay(t, h.post("/v1/flaky_phased", tokenA, "after", `{"name":"after"}`), settled)
+		if n := h.count("SELECT count(*) FROM widgets WHERE name = 'after'"); n != 1 {
+			t.Fatalf("widgets of the unknown attempt = %d, want 1", n)
+		}
+	})
+}
+
 // holdCmd is the command of TestLocalDuplicateNeverExecutes's operation.
 type holdCmd struct {
 	Name string `json:"name" validate:"required,max=64"`
