@@ -163,6 +163,15 @@ func TestResolveUnknownPaymentEndToEnd(t *testing.T) {
 		runCmd(t, env, append([]string{"records", "resolve", "-outcome", "succeeded", "-nope"}, id...)...).want(t, exitUsage)
 		runCmd(t, env, append([]string{"records", "resolve", "-outcome", "succeeded", "-reference", charge}, id...)...).want(t, exitUsage)
 		runCmd(t, env, append([]string{"records", "resolve", "-outcome", "failed", "-code", "validation_failed", "-reason", "x"}, id...)...).want(t, exitUsage)
+		// A body every request would be refused for, a window shorter
+		// than the lease: usage, and nothing changes.
+		dup := runCmd(t, env, append([]string{"records", "resolve", "-outcome", "succeeded", "-reference", charge,
+			"-body", `{"id":"pay_1","id":"pay_2"}`, "-reason", "x"}, id...)...).want(t, exitUsage)
+		short := runCmd(t, env, append([]string{"records", "resolve", "-outcome", "succeeded", "-reference", charge,
+			"-ttl", "1ms", "-reason", "x"}, id...)...).want(t, exitUsage)
+		if !strings.Contains(dup.stderr, "malformed_json") || !strings.Contains(short.stderr, "lease") {
+			t.Fatalf("refusals say %q and %q", dup.stderr, short.stderr)
+		}
 		if n := d.count("SELECT count(*) FROM idempotency_resolutions"); n != 0 {
 			t.Fatalf("%d audit rows after refused resolutions", n)
 		}

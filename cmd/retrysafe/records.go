@@ -226,12 +226,13 @@ func recordsResolve(c *cli, fs *flag.FlagSet) func(context.Context, []string) er
 	fs.StringVar(&outcome, "outcome", "", "succeeded or failed (required)")
 	fs.StringVar(&p.Reference, "reference", "", "succeeded: what the operation produced, e.g. the provider's charge ID (required)")
 	fs.IntVar(&p.Status, "status", 0, "succeeded: the 2xx status the record answers (default 200)")
-	fs.StringVar(&body, "body", "", `succeeded: the JSON body the record answers, or @FILE (default {"reference":REF})`)
+	fs.StringVar(&body, "body", "", `succeeded: the JSON body the record answers, or @FILE, checked as a request body is (default {"reference":REF})`)
 	fs.StringVar(&code, "code", "", "failed: the problem code the record answers, registered and final (e.g. card_declined)")
 	fs.StringVar(&p.Detail, "detail", "", "failed: the problem's detail")
 	fs.StringVar(&p.Actor, "actor", "", "who resolves, for the audit row (default $USER)")
 	fs.StringVar(&p.Reason, "reason", "", "why, for the audit row (required)")
-	fs.DurationVar(&p.TTL, "ttl", framework.DefaultRetention().ReplayWindow, "replay window of the resolved record")
+	fs.DurationVar(&p.TTL, "ttl", framework.DefaultRetention().ReplayWindow,
+		fmt.Sprintf("replay window of the resolved record, at least the lease (%v)", postkeys.DefaultResolveLease))
 	return func(ctx context.Context, args []string) error {
 		if err := checkID(id, args); err != nil {
 			return err

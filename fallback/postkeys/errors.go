@@ -45,8 +45,10 @@ var (
 	// ErrInvalidResolution is returned (wrapped, with what is wrong) by
 	// [Resolve] for a resolution it cannot store: no actor or reason, a
 	// succeeded outcome without a reference or with a status outside 2xx
-	// or a body that is not JSON, a failed outcome whose code is not a
-	// registered, final rejection.
+	// or a body that a request's would be refused for (not one JSON
+	// value, duplicate keys, bad UTF-8, NUL), a failed outcome whose code
+	// is not a registered, final rejection, a replay window shorter than
+	// the lease.
 	ErrInvalidResolution = errors.New("postkeys: invalid resolution")
 
 	// ErrRunning is returned by [Adapter.Start] when the workers are already

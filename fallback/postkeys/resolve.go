@@ -1,6 +1,7 @@
 package postkeys
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,8 +45,11 @@ type ResolveParams struct {
 	// Status is the status a succeeded record answers. Defaults to 200;
 	// it must be 2xx.
 	Status int
-	// Body is the JSON body a succeeded record answers. Defaults to
-	// {"reference":Reference}.
+	// Body is the JSON body a succeeded record answers. It must pass the
+	// check every request body passes (Binder's CheckJSON: one JSON value,
+	// valid UTF-8, no duplicate object keys, no NUL, nesting within the
+	// bound), since clients parse the replay as they would any answer.
+	// Defaults to {"reference":Reference}.
 	Body []byte
 	// Code is the problem code a failed record answers: registered in
 	// Codes (a generic code, or one of the application's business codes),
@@ -62,7 +66,9 @@ type ResolveParams struct {
 	Actor  string
 	Reason string
 	// TTL is the replay window of the resolved record: expires_at =
-	// database clock + TTL. Defaults to
+	// database clock + TTL. It must be at least Lease: a window shorter
+	// than an attempt's lease lets the client's next retry find the key
+	// free and run the operation again. Defaults to
 	// [framework.DefaultRetention]'s ReplayWindow.
 	TTL time.Duration
 	// Lease is how long the takeover holds the record before the
@@ -70,6 +76,9 @@ type ResolveParams struct {
 	Lease time.Duration
 	// MaxBody caps Body. Defaults to [DefaultMaxStoredBody].
 	MaxBody int
+	// Binder checks Body as a request body is checked. Defaults to a
+	// binder with the framework's default bounds (framework.NewBinder).
+	Binder *framework.Binder
 }
 
 // Resolution is what [Resolve] stored.
@@ -159,6 +168,9 @@ func (a *Adapter) Resolve(ctx context.Context, p ResolveParams) (Resolution, err
 	if p.MaxBody == 0 {
 		p.MaxBody = a.cfg.MaxStoredBody
 	}
+	if p.Binder == nil {
+		p.Binder = a.engine.Binder()
+	}
 	return Resolve(ctx, a.db, a.records, p)
 }
 
@@ -185,6 +197,15 @@ func (p *ResolveParams) response() (storedResponse, error) {
 	if p.MaxBody == 0 {
 		p.MaxBody = DefaultMaxStoredBody
 	}
+	if p.TTL < p.Lease {
+		return invalid("the replay window (%v) is shorter than the lease (%v): the client's next retry could run the operation again", p.TTL, p.Lease)
+	}
+	if p.Binder == nil {
+		var err error
+		if p.Binder, err = framework.NewBinder(framework.BinderConfig{}); err != nil {
+			return storedResponse{}, err
+		}
+	}
 	switch p.Outcome {
 	case OutcomeSucceeded:
 		if p.Reference == "" {
@@ -203,11 +224,11 @@ func (p *ResolveParams) response() (storedResponse, error) {
 		if body == nil {
 			body, _ = json.Marshal(map[string]string{"reference": p.Reference})
 		}
-		if !json.Valid(body) {
-			return invalid("the body of a succeeded outcome must be JSON")
-		}
 		if len(body) > p.MaxBody {
 			return invalid("the body is %d bytes, over the %d stored", len(body), p.MaxBody)
+		}
+		if err := p.Binder.CheckJSON(body); err != nil {
+			return invalid("the body of a succeeded outcome is refused as a request's would be: %s", describeProblem(err))
 		}
 		header := http.Header{}
 		header.Set(wire.HeaderContentType, "application/json; charset=utf-8")
@@ -233,4 +254,14 @@ func (p *ResolveParams) response() (storedResponse, error) {
 		return storedResponse{status: status, header: header, body: body, ref: p.Reference, errorCode: string(p.Code)}, nil
 	}
 	return invalid("outcome %q is neither %q nor %q", p.Outcome, OutcomeSucceeded, OutcomeFailed)
+}
+
+// describeProblem spells a problem error with its fields, for an operator.
+func describeProblem(err error) string {
+	e := framework.ErrorFor(err)
+	msg := string(e.Code) + ": " + e.Detail
+	for _, f := range e.Fields {
+		msg += fmt.Sprintf(" (%s: %s)", cmp.Or(f.Field, "body"), f.Reason)
+	}
+	return msg
 }

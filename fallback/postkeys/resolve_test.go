@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -176,6 +177,46 @@ func TestResolveUnknownReplaysTheOperatorsAnswer(t *testing.T) {
 		}
 		if _, err := rh.resolve("k-none", succeeded); !errors.Is(err, postkeys.ErrRecordNotFound) {
 			t.Fatalf("Resolve of no record = %v", err)
+		}
+	})
+}
+
+// TestResolveChecksTheBodyAndTheWindow: the body an operator stores goes
+// through the check every request body does (duplicate keys, NUL, bad
+// UTF-8 are refused), and the replay window is at least the lease; a
+// refused resolution writes nothing, and the record stays unknown.
+func TestResolveChecksTheBodyAndTheWindow(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		rh := setupResolve(t, dsn)
+		rh.unknown("k1")
+		for _, body := range []string{`{"id":"wd_1","id":"wd_2"}`, `{"id":"wd_1","name":"a\u0000b"}`, "{\"id\":\"\xff\"}", `{"id":"wd_1"} {}`} {
+			p := succeeded
+			p.Body = []byte(body)
+			if _, err := rh.resolve("k1", p); !errors.Is(err, postkeys.ErrInvalidResolution) {
+				t.Fatalf("Resolve with body %q = %v, want ErrInvalidResolution", body, err)
+			}
+		}
+		short := succeeded
+		short.TTL = time.Millisecond
+		if _, err := rh.resolve("k1", short); !errors.Is(err, postkeys.ErrInvalidResolution) || !strings.Contains(err.Error(), "lease") {
+			t.Fatalf("Resolve with a 1ms window = %v, want ErrInvalidResolution naming the lease", err)
+		}
+		// Adapter.Resolve's lease is the adapter's (30s here).
+		short.ID, short.Actor, short.Reason, short.TTL = postkeys.RecordID{Tenant: "a", Operation: "widgets", Key: "k1"}, "alice", "x", lease-time.Second
+		if _, err := rh.keys.Resolve(context.Background(), short); !errors.Is(err, postkeys.ErrInvalidResolution) {
+			t.Fatalf("Adapter.Resolve with a window under its lease = %v", err)
+		}
+		if rec := rh.record("a", "widgets", "k1"); rec.State != postkeys.StateUnknown || rh.audits("k1") != 0 {
+			t.Fatalf("a refused resolution wrote: %+v, %d audit rows", rec, rh.audits("k1"))
+		}
+		atLease := succeeded
+		atLease.TTL = postkeys.DefaultResolveLease
+		if _, err := rh.resolve("k1", atLease); err != nil {
+			t.Fatalf("Resolve with a window of one lease: %v", err)
+		}
+		if r := rh.post("/v1/widgets", tokenA, "k1", `{"name":"w"}`); string(r.Body) != string(succeeded.Body) || rh.widgets.runs.Load() != 1 {
+			t.Fatalf("retry %d %s after %d runs", r.Status, r.Body, rh.widgets.runs.Load())
 		}
 	})
 }
