@@ -1,5 +1,6 @@
 // Package migrations owns the framework's own tables (the POST fallback's
-// idempotency records; the outbox and the consumer inbox), one embedded goose
+// idempotency records, its operators' resolutions and its operations'
+// published codes; the outbox and the consumer inbox), one embedded goose
 // source per dialect (postgres/, sqlite/, mysql/).
 //
 // [Up] applies them and nothing else: an application calls it at start-up

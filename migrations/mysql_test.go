@@ -67,7 +67,7 @@ func TestMySQLMigrationsRerunAfterACrash(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := "idempotency_records idempotency_records_fence_seq idempotency_resolutions inbox_messages outbox_events outbox_published outbox_sequences " + migrations.VersionTable
+	want := "idempotency_operations idempotency_records idempotency_records_fence_seq idempotency_resolutions inbox_messages outbox_events outbox_published outbox_sequences " + migrations.VersionTable
 	if got := strings.Join(tables, " "); got != want {
 		t.Fatalf("tables = %s, want %s", got, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"os/user"
 	"strings"
 	"syscall"
 	"time"
@@ -32,8 +33,9 @@ const (
 	exitFailed = 1
 	// exitUsage: a bad command, flag or argument; nothing was done.
 	exitUsage = 2
-	// exitUnavailable: the database cannot be reached (or a SQLite file
-	// does not exist); nothing was done.
+	// exitUnavailable: the database cannot be reached, does not exist on
+	// its server, or refuses the login (or a SQLite file does not exist);
+	// nothing was done.
 	exitUnavailable = 3
 	// exitSchema: the framework's tables are missing or not migrated to
 	// this version (run "retrysafe migrate up"); nothing was done.
@@ -96,7 +98,10 @@ func exitCode(err error) int {
 
 // cli is one invocation: its environment and its common flags.
 type cli struct {
-	getenv         func(string) string
+	getenv func(string) string
+	// userName is the operating system's name for the user the command
+	// runs as (osUserName).
+	userName       func() (string, error)
 	stdout, stderr io.Writer
 
 	dsn            string
@@ -131,12 +136,25 @@ func commands() []command {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	c := &cli{getenv: getenv, stdout: stdout, stderr: stderr}
+	return (&cli{getenv: getenv, userName: osUserName, stdout: stdout, stderr: stderr}).run(ctx, args)
+}
+
+// osUserName is the operating system's name for the user the command runs
+// as.
+func osUserName() (string, error) {
+	u, err := user.Current()
+	if err != nil {
+		return "", err
+	}
+	return u.Username, nil
+}
+
+func (c *cli) run(ctx context.Context, args []string) int {
 	err := c.dispatch(ctx, args)
 	code := exitCode(err)
 	var ee *exitError
 	if err != nil && !errors.Is(err, flag.ErrHelp) && !(errors.As(err, &ee) && ee.printed) {
-		fmt.Fprintln(stderr, "retrysafe:", err)
+		fmt.Fprintln(c.stderr, "retrysafe:", err)
 	}
 	return code
 }
@@ -149,7 +167,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		}
 		fs := flag.NewFlagSet("retrysafe "+cmd.name, flag.ContinueOnError)
 		fs.SetOutput(c.stderr)
-		fs.StringVar(&c.dsn, "db", "", `database: "sqlite:PATH" or a postgres:// URL (default $DATABASE_URL)`)
+		fs.StringVar(&c.dsn, "db", "", `database: "sqlite:PATH", a postgres:// URL or a mysql:// URL (default $DATABASE_URL)`)
 		fs.BoolVar(&c.json, "json", false, "print JSON for scripts instead of a table")
 		fs.DurationVar(&c.connectTimeout, "connect-timeout", 5*time.Second, "time to open one database connection")
 		fs.DurationVar(&c.timeout, "timeout", time.Minute, "time the whole command may take")

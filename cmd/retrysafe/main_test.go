@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +19,11 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
+	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
@@ -73,6 +77,11 @@ func newDemo(t *testing.T, dsn string) *demo {
 	}
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(func() { srv.Close(); _ = a.Close() })
+	// What the demo's Start does first: the command reads its operations'
+	// codes from there.
+	if err := a.PostKeys.PublishOperations(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return &demo{t: t, app: a, srv: srv, seen: map[string]bool{}}
 }
 
@@ -254,6 +263,167 @@ func TestResolveRacesTheDemosRecoveryWorker(t *testing.T) {
 			t.Fatalf("%d charges, want one per payment", n)
 		}
 	})
+}
+
+// mailService is another service on the demo's database: one phased
+// operation, "mail.send", with a business code of its own.
+func mailService(t *testing.T, db *store.DB) {
+	t.Helper()
+	metrics, err := framework.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := framework.NewEngine(db, framework.EngineConfig{Metrics: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.RegisterCodes(framework.CodeInfo{Code: "mailbox_full", Status: http.StatusUnprocessableEntity, Title: "Mailbox full"}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := postkeys.New(engine, postkeys.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := func(context.Context, *postkeys.Run[struct{}]) (postkeys.Response, error) {
+		return postkeys.Response{}, errors.New("not in this test")
+	}
+	if _, err := postkeys.Register(keys, postkeys.Operation[struct{}]{Name: "mail.send", Mode: postkeys.Phased,
+		RejectionCodes: []framework.Code{"mailbox_full"}, RunFunc: fail, ReconcileFunc: fail}); err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.PublishOperations(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// unknownRecord leaves a record of operation unknown, as an attempt that
+// failed after its first phase does.
+func unknownRecord(t *testing.T, db *store.DB, operation, key string) {
+	t.Helper()
+	records, err := postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := postkeys.RecordID{Tenant: "acme", Operation: operation, Key: key}
+	err = db.Write(context.Background(), func(tx *gorm.DB) error {
+		c, ok, err := records.Insert(context.Background(), tx, postkeys.ClaimParams{ID: id, Fingerprint: "v1:x",
+			FingerprintVersion: 1, Lease: time.Minute, TTL: time.Hour})
+		if err != nil || !ok {
+			return fmt.Errorf("claim: %v, %w", ok, err)
+		}
+		if ok, err = records.MarkUnknown(context.Background(), tx, postkeys.MarkUnknownParams{ID: id, Fence: c.Fence}); err != nil || !ok {
+			return fmt.Errorf("mark unknown: %v, %w", ok, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResolveWithTheOperationsOwnCodes: a failed resolution takes the
+// codes the record's own operation declared, as its service published
+// them (a code of a service the command has never heard of, rendered with
+// that service's title), and the generic ones; it refuses a code another
+// service registered, and a business code of an operation no service has
+// published. A refusal writes nothing.
+func TestResolveWithTheOperationsOwnCodes(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		d := newDemo(t, dsn)
+		mailService(t, d.app.DB)
+		env := map[string]string{"DATABASE_URL": dsn, "USER": "alice"}
+		resolve := func(operation, key, code string) result {
+			return runCmd(t, env, "records", "resolve", "-tenant", "acme", "-operation", operation, "-key", key,
+				"-outcome", "failed", "-code", code, "-reason", "INC-9")
+		}
+		unknownRecord(t, d.app.DB, "mail.send", "m1")
+		unknownRecord(t, d.app.DB, "legacy.export", "x1")
+		d.unknownPayment("p1")
+
+		// Another service's code, a code of no operation: refused.
+		for _, c := range []struct{ op, key, code string }{{"mail.send", "m1", "card_declined"}, {payments.Operation, "p1", "mailbox_full"},
+			{"legacy.export", "x1", "card_declined"}, {"mail.send", "m1", "no_such_code"}} {
+			r := resolve(c.op, c.key, c.code).want(t, exitUsage)
+			if !strings.Contains(r.stderr, c.code) {
+				t.Fatalf("%s with %s: %q", c.op, c.code, r.stderr)
+			}
+		}
+		if n := d.count("SELECT count(*) FROM idempotency_resolutions"); n != 0 {
+			t.Fatalf("%d audit rows after refused resolutions", n)
+		}
+		// The operation's own codes, and a generic one.
+		resolve("mail.send", "m1", "mailbox_full").want(t, exitOK)
+		resolve(payments.Operation, "p1", "card_declined").want(t, exitOK)
+		resolve("legacy.export", "x1", string(framework.CodeNotFound)).want(t, exitOK)
+		show := runCmd(t, env, "records", "show", "-json", "-tenant", "acme", "-operation", "mail.send", "-key", "m1").want(t, exitOK)
+		var rec recordJSON
+		if err := json.Unmarshal([]byte(show.stdout), &rec); err != nil || rec.Response == nil {
+			t.Fatalf("show %s: %v", show.stdout, err)
+		}
+		if rec.Response.Status != http.StatusUnprocessableEntity || !strings.Contains(rec.Response.Body, `"title":"Mailbox full"`) ||
+			!strings.Contains(rec.Response.Body, `"code":"mailbox_full"`) {
+			t.Fatalf("stored answer %+v, want mail's own problem", rec.Response)
+		}
+	})
+}
+
+// TestResolveActorWithoutUSER: without -actor and $USER (a container), the
+// audit row names the operating system's user; when that has no name
+// either, the command says to pass -actor and changes nothing.
+func TestResolveActorWithoutUSER(t *testing.T) {
+	t.Parallel()
+	dsn := testdb.New(t, "sqlite")
+	d := newDemo(t, dsn)
+	env := map[string]string{"DATABASE_URL": dsn}
+	args := func(key string) []string {
+		return []string{"records", "resolve", "-tenant", "acme", "-operation", payments.Operation, "-key", key,
+			"-outcome", "failed", "-code", "card_declined", "-reason", "INC-10"}
+	}
+	d.unknownPayment("k1")
+	d.unknownPayment("k2")
+
+	var stdout, stderr bytes.Buffer
+	nameless := &cli{getenv: func(k string) string { return env[k] }, stdout: &stdout, stderr: &stderr,
+		userName: func() (string, error) { return "", errors.New("user: unknown userid 1000670000") }}
+	if code := nameless.run(context.Background(), args("k1")); code != exitUsage || !strings.Contains(stderr.String(), "-actor") {
+		t.Fatalf("no name at all: exit %d, %q", code, stderr.String())
+	}
+	if n := d.count("SELECT count(*) FROM idempotency_resolutions"); n != 0 {
+		t.Fatalf("%d audit rows after a refused resolution", n)
+	}
+
+	name, err := osUserName()
+	if err != nil {
+		t.Skipf("this machine has no name for the test's user: %v", err)
+	}
+	runCmd(t, env, args("k1")...).want(t, exitOK)
+	runCmd(t, env, append(args("k2"), "-actor", "bob")...).want(t, exitOK)
+	if n := d.count("SELECT count(*) FROM idempotency_resolutions WHERE key_hash = ? AND actor = ?", framework.KeyHash("k1"), name); n != 1 {
+		t.Fatalf("audit rows of k1 by %q: %d", name, n)
+	}
+	if n := d.count("SELECT count(*) FROM idempotency_resolutions WHERE key_hash = ? AND actor = 'bob'", framework.KeyHash("k2")); n != 1 {
+		t.Fatalf("audit rows of k2 by bob: %d", n)
+	}
+}
+
+// TestUnknownDatabaseIsUnreachable: a DSN whose database does not exist on
+// its server exits 3, as an unreachable one does, on each server.
+func TestUnknownDatabaseIsUnreachable(t *testing.T) {
+	t.Parallel()
+	for _, server := range testdb.Servers(t) {
+		t.Run(server, func(t *testing.T) {
+			u, err := url.Parse(testdb.New(t, server))
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Path = "/retrysafe_no_such_database"
+			r := runCmd(t, nil, "records", "list", "-db", u.String(), "-connect-timeout", "5s").want(t, exitUnavailable)
+			if !strings.Contains(r.stderr, "retrysafe_no_such_database") {
+				t.Fatalf("stderr %q", r.stderr)
+			}
+		})
+	}
 }
 
 // TestRefusesWithoutChange: an unreachable database, a missing SQLite file

@@ -13,8 +13,6 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
-	"github.com/retrysafe/retrysafe/resources/payments"
-	"github.com/retrysafe/retrysafe/resources/transfers"
 )
 
 // recordJSON is a record as -json prints it: the key's SHA-256, and the
@@ -205,20 +203,6 @@ func recordsShow(c *cli, fs *flag.FlagSet) func(context.Context, []string) error
 	}
 }
 
-// demoCodes are the codes a failed resolution may name: the generic codes
-// and the business codes of the demo's resources. An application's own
-// tool passes its engine's codes to postkeys.Resolve.
-func demoCodes() (*framework.Codes, error) {
-	codes := framework.NewCodes()
-	if err := codes.Register(payments.Codes()...); err != nil {
-		return nil, err
-	}
-	if err := codes.Register(transfers.Codes()...); err != nil {
-		return nil, err
-	}
-	return codes, nil
-}
-
 func recordsResolve(c *cli, fs *flag.FlagSet) func(context.Context, []string) error {
 	id := recordFlags(fs)
 	p := postkeys.ResolveParams{}
@@ -227,9 +211,9 @@ func recordsResolve(c *cli, fs *flag.FlagSet) func(context.Context, []string) er
 	fs.StringVar(&p.Reference, "reference", "", "succeeded: what the operation produced, e.g. the provider's charge ID (required)")
 	fs.IntVar(&p.Status, "status", 0, "succeeded: the 2xx status the record answers (default 200)")
 	fs.StringVar(&body, "body", "", `succeeded: the JSON body the record answers, or @FILE, checked as a request body is (default {"reference":REF})`)
-	fs.StringVar(&code, "code", "", "failed: the problem code the record answers, registered and final (e.g. card_declined)")
+	fs.StringVar(&code, "code", "", "failed: the problem code the record answers: final, and generic or declared by the record's operation (e.g. card_declined)")
 	fs.StringVar(&p.Detail, "detail", "", "failed: the problem's detail")
-	fs.StringVar(&p.Actor, "actor", "", "who resolves, for the audit row (default $USER)")
+	fs.StringVar(&p.Actor, "actor", "", "who resolves, for the audit row (default $USER, else the operating system's user name)")
 	fs.StringVar(&p.Reason, "reason", "", "why, for the audit row (required)")
 	fs.DurationVar(&p.TTL, "ttl", framework.DefaultRetention().ReplayWindow,
 		fmt.Sprintf("replay window of the resolved record, at least the lease (%v)", postkeys.DefaultResolveLease))
@@ -239,7 +223,10 @@ func recordsResolve(c *cli, fs *flag.FlagSet) func(context.Context, []string) er
 		}
 		p.ID, p.Outcome, p.Code = *id, postkeys.Outcome(outcome), framework.Code(code)
 		if p.Actor == "" {
-			p.Actor = c.getenv("USER")
+			p.Actor = c.actor()
+		}
+		if strings.TrimSpace(p.Actor) == "" {
+			return usageErr("who resolves is not known: pass -actor NAME ($USER is not set and the operating system has no name for this user)")
 		}
 		if file, ok := strings.CutPrefix(body, "@"); ok {
 			b, err := os.ReadFile(file)
@@ -250,15 +237,20 @@ func recordsResolve(c *cli, fs *flag.FlagSet) func(context.Context, []string) er
 		} else if body != "" {
 			p.Body = []byte(body)
 		}
-		var err error
-		if p.Codes, err = demoCodes(); err != nil {
-			return err
-		}
 		db, records, err := c.openRecords(ctx)
 		if err != nil {
 			return err
 		}
 		defer db.Close()
+		var published bool
+		if p.Codes, published, err = postkeys.PublishedCodes(ctx, db, records, p.ID.Operation); err != nil {
+			return err
+		}
+		if _, known := p.Codes.Lookup(p.Code); p.Outcome == postkeys.OutcomeFailed && !known && !published {
+			return usageErr("code %q is not a generic code, and no service has published what operation %q declares "+
+				"(a service publishes its operations' codes when its postkeys adapter starts, or with Adapter.PublishOperations)",
+				p.Code, p.ID.Operation)
+		}
 		res, err := postkeys.Resolve(ctx, db, records, p)
 		if err != nil {
 			return err
@@ -270,4 +262,19 @@ func recordsResolve(c *cli, fs *flag.FlagSet) func(context.Context, []string) er
 		fmt.Fprintf(c.stdout, "resolved (was %s): the next retry with this key answers %d %s\n", res.From, res.Status, res.Body)
 		return nil
 	}
+}
+
+// actor is who resolves when -actor is not given: $USER, else the
+// operating system's name for the user the command runs as (a container
+// sets no $USER), else "".
+func (c *cli) actor() string {
+	if name := c.getenv("USER"); name != "" {
+		return name
+	}
+	if c.userName != nil {
+		if name, err := c.userName(); err == nil {
+			return name
+		}
+	}
+	return ""
 }

@@ -44,5 +44,5 @@ func TestImportsTheCoreNotThePUTEngine(t *testing.T) {
 // without touching the adapter.
 func TestHoldsNoRecordSQL(t *testing.T) {
 	t.Parallel()
-	sourcecheck.NoSQL(t, 10, []string{"idempotency_records", "idempotency_resolutions"}, []string{"Driver"})
+	sourcecheck.NoSQL(t, 10, []string{"idempotency_records", "idempotency_resolutions", "idempotency_operations"}, []string{"Driver"})
 }

@@ -165,9 +165,14 @@
 //
 // An operator settles what the recovery worker cannot: [Resolve] (or
 // [Adapter.Resolve]) completes a record whose outcome is unknown with the
-// answer the operator chose ([OutcomeSucceeded] with a reference, or
-// [OutcomeFailed] with a registered code), through the worker's fenced
-// takeover and with an audit row in the same transaction; it refuses a
-// record whose lease is live ([ErrLeaseHeld]). [RecordStore.List] and
-// [Cleanup] serve the same tooling (the retrysafe command).
+// answer the operator chose ([OutcomeSucceeded] with a reference and a
+// body that passes the request check, or [OutcomeFailed] with a final
+// code the record's operation declared, or a generic one), through the
+// worker's fenced takeover and with an audit row in the same transaction;
+// it refuses a record whose lease is live ([ErrLeaseHeld]) and a replay
+// window shorter than the lease. [Adapter.PublishOperations] (which
+// [Adapter.Start] calls) writes what each operation declares to the
+// database, where a tool that is not the service reads it
+// ([PublishedCodes]). [RecordStore.List] and [Cleanup] serve the same
+// tooling (the retrysafe command).
 package postkeys

@@ -196,6 +196,7 @@ type counterCmd struct {
 type harness struct {
 	t        *testing.T
 	db       *store.DB
+	engine   *framework.Engine
 	keys     *postkeys.Adapter
 	clock    *testclock.Clock
 	widgets  *widgets
@@ -299,7 +300,7 @@ func setupOn(t *testing.T, db *store.DB, tweak func(*postkeys.Config, *widgets))
 	v1.POST("/counters", cep.Handle)
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
-	return &harness{t: t, db: db, keys: keys, clock: c, widgets: w, registry: registry, srv: srv, logs: logs, v1: v1}
+	return &harness{t: t, db: db, engine: engine, keys: keys, clock: c, widgets: w, registry: registry, srv: srv, logs: logs, v1: v1}
 }
 
 type response struct {

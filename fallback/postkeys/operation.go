@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -197,6 +199,21 @@ type operation struct {
 	replays *framework.ReplayCache[any]
 	// claimInFirstPhase: Operation.ClaimInFirstPhase.
 	claimInFirstPhase bool
+}
+
+// declared returns the codes op declares (its RejectionCodes, then its
+// Problems), as codes describes them. Register checked that each is
+// registered.
+func (op *operation) declared(codes *framework.Codes) []framework.CodeInfo {
+	var out []framework.CodeInfo
+	seen := map[framework.Code]bool{}
+	for _, code := range append(slices.Sorted(maps.Keys(op.rejections)), op.problems...) {
+		if info, ok := codes.Lookup(code); ok && !seen[code] {
+			seen[code] = true
+			out = append(out, info)
+		}
+	}
+	return out
 }
 
 func (op *operation) isRejection(err error) bool {

@@ -243,6 +243,26 @@ type RecordStore interface {
 	// (idempotency_resolutions), stamped with the database clock. [Resolve]
 	// writes it in the transaction that completes the record.
 	Audit(ctx context.Context, db *gorm.DB, p AuditParams) error
+	// PutOperation writes (or replaces) what a service declares of one of
+	// its operations (idempotency_operations), stamped with the database
+	// clock ([Adapter.PublishOperations]).
+	PutOperation(ctx context.Context, db *gorm.DB, p OperationCodes) error
+	// GetOperation reads what the last service to publish operation
+	// declared of it; found is false when none did.
+	GetOperation(ctx context.Context, db *gorm.DB, operation string) (p OperationCodes, found bool, err error)
+}
+
+// OperationCodes is what a service declares of one of its operations for
+// an operator's tooling: the problem codes the operation may answer (its
+// RejectionCodes and Problems), each as the service's engine describes
+// it. [Adapter.PublishOperations] writes it and [PublishedCodes] reads
+// it.
+type OperationCodes struct {
+	Operation string
+	Codes     []framework.CodeInfo
+	// PublishedAt is when a service last published it, on the database
+	// clock (set when read).
+	PublishedAt time.Time
 }
 
 // ListParams are the filters of [RecordStore.List]; a zero field does not
@@ -384,6 +404,42 @@ func (s recordStore) Audit(ctx context.Context, db *gorm.DB, p AuditParams) erro
 	return s.r.Audit(ctx, db, &store.RecordAuditParams{Tenant: p.ID.Tenant, Operation: p.ID.Operation,
 		KeyHash: framework.KeyHash(p.ID.Key), Fence: p.Fence, From: string(p.From), Outcome: string(p.Outcome),
 		Status: p.Status, Reference: p.Reference, ErrorCode: p.ErrorCode, Actor: p.Actor, Reason: p.Reason})
+}
+
+// codeJSON is a code as idempotency_operations stores it.
+type codeJSON struct {
+	Code      framework.Code `json:"code"`
+	Status    int            `json:"status"`
+	Title     string         `json:"title"`
+	Retryable bool           `json:"retryable"`
+}
+
+func (s recordStore) PutOperation(ctx context.Context, db *gorm.DB, p OperationCodes) error {
+	codes := make([]codeJSON, len(p.Codes))
+	for i, c := range p.Codes {
+		codes[i] = codeJSON(c)
+	}
+	text, err := json.Marshal(codes)
+	if err != nil {
+		return err
+	}
+	return s.r.PutOperation(ctx, db, &store.RecordOperation{Operation: p.Operation, Codes: string(text)})
+}
+
+func (s recordStore) GetOperation(ctx context.Context, db *gorm.DB, operation string) (OperationCodes, bool, error) {
+	row, found, err := s.r.GetOperation(ctx, db, operation)
+	if err != nil || !found {
+		return OperationCodes{}, false, err
+	}
+	var codes []codeJSON
+	if err := json.Unmarshal([]byte(row.Codes), &codes); err != nil {
+		return OperationCodes{}, false, fmt.Errorf("postkeys: the codes published for operation %q: %w", operation, err)
+	}
+	out := OperationCodes{Operation: row.Operation, Codes: make([]framework.CodeInfo, len(codes)), PublishedAt: row.UpdatedAt}
+	for i, c := range codes {
+		out.Codes[i] = framework.CodeInfo(c)
+	}
+	return out, true, nil
 }
 
 func claimParams(p ClaimParams) *store.RecordClaimParams {

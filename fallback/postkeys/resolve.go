@@ -59,7 +59,13 @@ type ResolveParams struct {
 	// Detail is the problem's detail. Defaults to none.
 	Detail string
 	// Codes is the registry Code is looked up in and rendered with: the
-	// application's (Engine.Codes). Defaults to the generic codes only.
+	// generic codes and those the record's operation declared, as its
+	// service renders them. [Adapter.Resolve] defaults it to those of the
+	// operation registered on the adapter; an operator's tool that is not
+	// the service reads them with [PublishedCodes]. A code registered for
+	// another operation does not belong here: a client of this one would
+	// get an answer its API never gives. Defaults to the generic codes
+	// only.
 	Codes *framework.Codes
 	// Actor and Reason are written to the audit row: who resolved the
 	// record, and why. Required.
@@ -153,11 +159,18 @@ func Resolve(ctx context.Context, db *store.DB, records RecordStore, p ResolvePa
 }
 
 // Resolve is [Resolve] on the adapter's database and record store, with
-// the engine's codes and replay window and the adapter's lease and body
-// cap as defaults.
+// the codes of the record's operation (the generic codes and those it
+// declared, as the engine renders them; the generic codes alone for an
+// operation the adapter does not know), the engine's replay window and
+// the adapter's lease and body cap as defaults.
 func (a *Adapter) Resolve(ctx context.Context, p ResolveParams) (Resolution, error) {
 	if p.Codes == nil {
-		p.Codes = a.engine.Codes()
+		p.Codes = framework.NewCodes()
+		if op := a.operation(p.ID.Operation); op != nil {
+			if err := p.Codes.Register(op.declared(a.engine.Codes())...); err != nil {
+				return Resolution{}, err
+			}
+		}
 	}
 	if p.TTL == 0 {
 		p.TTL = a.engine.Retention().ReplayWindow
@@ -172,6 +185,52 @@ func (a *Adapter) Resolve(ctx context.Context, p ResolveParams) (Resolution, err
 		p.Binder = a.engine.Binder()
 	}
 	return Resolve(ctx, a.db, a.records, p)
+}
+
+// PublishOperations writes what each operation registered on the adapter
+// declares (its RejectionCodes and Problems, as the engine describes
+// them) to the database (idempotency_operations, one row per operation;
+// the last service to publish an operation wins), where an operator's
+// tool that is not the service reads it ([PublishedCodes]; the retrysafe
+// command's "records resolve"). [Adapter.Start] calls it, and again at
+// every recovery round until it succeeds; a service that runs no workers
+// calls it once at start-up, after its Register calls.
+func (a *Adapter) PublishOperations(ctx context.Context) error {
+	a.mu.RLock()
+	ops := make([]*operation, 0, len(a.ops))
+	for _, op := range a.ops {
+		ops = append(ops, op)
+	}
+	a.mu.RUnlock()
+	return a.db.Write(ctx, func(tx *gorm.DB) error {
+		for _, op := range ops {
+			if err := a.records.PutOperation(ctx, tx, OperationCodes{Operation: op.name, Codes: op.declared(a.engine.Codes())}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// PublishedCodes returns the codes a record of operation may be resolved
+// with by a tool that is not the service ([ResolveParams].Codes): the
+// generic codes and those the operation declared, as the last service to
+// publish it rendered them ([Adapter.PublishOperations]). published is
+// false when no service published the operation: then the generic codes
+// alone.
+func PublishedCodes(ctx context.Context, db *store.DB, records RecordStore, operation string) (codes *framework.Codes, published bool, err error) {
+	codes = framework.NewCodes()
+	op, found, err := records.GetOperation(ctx, db.Gorm, operation)
+	if err != nil {
+		return nil, false, db.Classify(err)
+	}
+	if !found {
+		return codes, false, nil
+	}
+	if err := codes.Register(op.Codes...); err != nil {
+		return nil, false, fmt.Errorf("postkeys: the codes published for operation %q: %w", operation, err)
+	}
+	return codes, true, nil
 }
 
 // response checks p and returns the response it stores, defaults applied.
@@ -240,13 +299,11 @@ func (p *ResolveParams) response() (storedResponse, error) {
 		if p.Body != nil || p.Status != 0 {
 			return invalid("a failed outcome answers its code's problem: no body or status of its own")
 		}
-		info, ok := p.Codes.Lookup(p.Code)
-		switch {
-		case !ok:
-			return invalid("code %q is not registered", p.Code)
-		case info.Status < 400, info.Retryable, requestLevel(p.Code), info.Status == http.StatusUnauthorized,
-			info.Status == http.StatusForbidden, info.Status == http.StatusTooManyRequests:
-			return invalid("code %q (%d) is not a final answer of an operation", p.Code, info.Status)
+		if _, ok := p.Codes.Lookup(p.Code); !ok {
+			return invalid("code %q is neither a generic code nor one that operation %q declared", p.Code, p.ID.Operation)
+		}
+		if err := storableRejection(p.Codes, p.Code); err != nil {
+			return invalid("code %q is not a final answer of an operation (a final 4xx that does not judge the request): %v", p.Code, err)
 		}
 		status, h, body := p.Codes.RenderProblem(&framework.Error{Code: p.Code, Detail: p.Detail})
 		header := http.Header{}

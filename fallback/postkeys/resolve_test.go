@@ -157,7 +157,7 @@ func TestResolveUnknownReplaysTheOperatorsAnswer(t *testing.T) {
 
 		rh.unknown("k2")
 		// A code that is not a final answer, or not registered: refused, nothing written.
-		for _, code := range []framework.Code{"no_such_code", framework.CodeValidationFailed, framework.CodeOutcomePending} {
+		for _, code := range []framework.Code{"no_such_code", framework.CodeValidationFailed, framework.CodeOutcomePending, framework.CodeInternal} {
 			if _, err := rh.resolve("k2", postkeys.ResolveParams{Outcome: postkeys.OutcomeFailed, Code: code}); !errors.Is(err, postkeys.ErrInvalidResolution) {
 				t.Fatalf("Resolve with %s = %v", code, err)
 			}
@@ -217,6 +217,72 @@ func TestResolveChecksTheBodyAndTheWindow(t *testing.T) {
 		}
 		if r := rh.post("/v1/widgets", tokenA, "k1", `{"name":"w"}`); string(r.Body) != string(succeeded.Body) || rh.widgets.runs.Load() != 1 {
 			t.Fatalf("retry %d %s after %d runs", r.Status, r.Body, rh.widgets.runs.Load())
+		}
+	})
+}
+
+// TestResolveTakesTheOperationsOwnCodes: a failed resolution answers a
+// code the record's operation declared (or a generic one), never a code
+// the engine knows for another operation. The adapter publishes what its
+// operations declare when its workers start, and PublishedCodes reads it
+// back for a tool that is not the service.
+func TestResolveTakesTheOperationsOwnCodes(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		rh := setupResolve(t, dsn)
+		quota := framework.CodeInfo{Code: "quota_exceeded", Status: http.StatusConflict, Title: "Quota exceeded"}
+		if err := rh.engine.RegisterCodes(quota); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := postkeys.Register(rh.keys, postkeys.Operation[counterCmd]{Name: "quotas", RejectionCodes: []framework.Code{quota.Code},
+			ExecuteFunc: func(context.Context, *gorm.DB, postkeys.Request[counterCmd]) (postkeys.Response, error) {
+				return postkeys.Response{}, errors.New("not in this test")
+			}}); err != nil {
+			t.Fatal(err)
+		}
+		rh.unknown("k1")
+		failed := func(code framework.Code) postkeys.ResolveParams {
+			return postkeys.ResolveParams{ID: postkeys.RecordID{Tenant: "a", Operation: "widgets", Key: "k1"},
+				Outcome: postkeys.OutcomeFailed, Code: code, Actor: "alice", Reason: "INC-3"}
+		}
+		if _, err := rh.keys.Resolve(context.Background(), failed(quota.Code)); !errors.Is(err, postkeys.ErrInvalidResolution) {
+			t.Fatalf("Adapter.Resolve of widgets with quotas' code = %v, want ErrInvalidResolution", err)
+		}
+		if rh.audits("k1") != 0 {
+			t.Fatal("a refused resolution wrote an audit row")
+		}
+		if _, err := rh.keys.Resolve(context.Background(), failed(codeDeclined)); err != nil {
+			t.Fatalf("Adapter.Resolve of widgets with its own code: %v", err)
+		}
+
+		if err := rh.keys.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, found, err := rh.records.GetOperation(context.Background(), rh.db.Gorm, "quotas"); err != nil {
+				t.Fatal(err)
+			} else if found {
+				break
+			}
+			time.Sleep(5 * time.Millisecond) // polling for the worker's first round
+		}
+		rh.keys.Stop()
+		codes, published, err := postkeys.PublishedCodes(context.Background(), rh.db, rh.records, "widgets")
+		if err != nil || !published {
+			t.Fatalf("PublishedCodes(widgets) = %v, %v", published, err)
+		}
+		if info, ok := codes.Lookup(codeDeclined); !ok || info.Title != "Card declined" {
+			t.Fatalf("widgets' published code %+v, %v", info, ok)
+		}
+		if _, ok := codes.Lookup(quota.Code); ok {
+			t.Fatal("widgets' published codes hold quotas' code")
+		}
+		if _, ok := codes.Lookup(framework.CodeNotFound); !ok {
+			t.Fatal("the generic codes are missing")
+		}
+		if codes, published, err := postkeys.PublishedCodes(context.Background(), rh.db, rh.records, "nobody"); err != nil || published ||
+			len(codes.All()) != len(framework.NewCodes().All()) {
+			t.Fatalf("PublishedCodes of an operation nobody published: %v, %v", published, err)
 		}
 	})
 }

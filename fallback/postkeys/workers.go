@@ -156,7 +156,10 @@ func Cleanup(ctx context.Context, db *store.DB, records RecordStore, batchSize i
 
 // Start runs the recovery worker and the janitor in one goroutine, every
 // Config.RecoveryInterval and Config.CleanupInterval, until ctx ends or
-// [Adapter.Stop] is called; the gauges are refreshed at once. It returns [ErrRunning] if they already run.
+// [Adapter.Stop] is called; the gauges are refreshed and the operations
+// published ([Adapter.PublishOperations], again at every recovery round
+// until that succeeds) at once. It returns [ErrRunning] if they already
+// run.
 func (a *Adapter) Start(ctx context.Context) error {
 	a.workerMu.Lock()
 	defer a.workerMu.Unlock()
@@ -200,12 +203,24 @@ func (a *Adapter) work(ctx context.Context) {
 			a.logger.LogAttrs(ctx, slog.LevelWarn, name, slog.String("error", store.RedactError(err)))
 		}
 	}
+	published := false
+	publish := func() {
+		if !published {
+			round("idempotency operations not published", func(ctx context.Context) error {
+				err := a.PublishOperations(ctx)
+				published = err == nil
+				return err
+			})
+		}
+	}
+	publish()
 	round("idempotency gauges not refreshed", a.refreshGauges)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-recovery.C:
+			publish()
 			round("idempotency recovery failed", func(ctx context.Context) error { _, err := a.RecoverOnce(ctx); return err })
 		case <-cleanup.C:
 			round("idempotency cleanup failed", func(ctx context.Context) error { _, err := a.CleanupOnce(ctx); return err })

@@ -34,7 +34,8 @@
 // to change: SQLite must be in WAL mode, PostgreSQL at least 12.
 //
 // [Open] is a convenience on top: it takes a DSN, "sqlite:PATH" for the
-// embedded default (pure Go, WAL mode) or a postgres:// URL, opens a pool
+// embedded default (pure Go, WAL mode), a postgres:// or a mysql:// URL
+// (MariaDB, MySQL), opens a pool
 // through the registered driver of its scheme with a connect timeout and
 // calls New. It installs [NewGormLogger], which logs failed and slow SQL
 // without parameter values and renders nothing it does not log; use it for

@@ -8,8 +8,9 @@ import (
 )
 
 // Records is the SQL of the idempotency records (the table
-// idempotency_records that migrations.Up creates, and its audit table
-// idempotency_resolutions): one method per statement, each with its
+// idempotency_records that migrations.Up creates, its audit table
+// idempotency_resolutions, and idempotency_operations, where services
+// publish their operations' codes): one method per statement, each with its
 // parameter struct, run on db, the caller's transaction (from [DB.Write])
 // or the pool, so that a record's writes commit with the business writes.
 // Each driver builds it ([Driver.Records]) from one portable template
@@ -98,6 +99,13 @@ type Records interface {
 	// Audit writes the audit row of an operator's resolution
 	// (idempotency_resolutions), stamped with the database clock.
 	Audit(ctx context.Context, db *gorm.DB, p *RecordAuditParams) error
+	// PutOperation writes (or replaces) what a service declares of one
+	// operation (idempotency_operations), stamped with the database
+	// clock.
+	PutOperation(ctx context.Context, db *gorm.DB, p *RecordOperation) error
+	// GetOperation reads what the last service to publish operation
+	// declared of it; found is false when none did.
+	GetOperation(ctx context.Context, db *gorm.DB, operation string) (op RecordOperation, found bool, err error)
 }
 
 // RecordsConfig configures [Driver.Records]. The zero value is ready to
@@ -299,4 +307,15 @@ type RecordAuditParams struct {
 	ErrorCode string
 	Actor     string
 	Reason    string
+}
+
+// RecordOperation is a row of idempotency_operations: what a service
+// declared of one of its operations, for the operator's tooling.
+type RecordOperation struct {
+	Operation string
+	// Codes is the declaration's text (the caller's encoding).
+	Codes string
+	// UpdatedAt is when it was last published (database clock; read
+	// only).
+	UpdatedAt time.Time
 }

@@ -28,8 +28,8 @@ type Config struct {
 	LockTimeout time.Duration
 	// MaxOpenConns caps the connection pool that [Open] creates; [New]
 	// leaves the application's pool as it is. Defaults to 20 for
-	// PostgreSQL and 4 for SQLite, whose writers take turns on one database
-	// lock.
+	// PostgreSQL and the MySQL family and 4 for SQLite, whose writers take
+	// turns on one database lock.
 	MaxOpenConns int
 	// Logger receives the slow-query and error reports of the gorm handle
 	// that [Open] creates, without parameter values (see [NewGormLogger]);
@@ -147,8 +147,8 @@ type DB struct {
 
 // New wraps an application's own *gorm.DB for the framework; the [Driver]
 // is the registered one that serves gdb's dialector (import
-// framework/store/storepg for gorm.io/driver/postgres, storesqlite for
-// github.com/glebarez/sqlite). The application keeps its pool, its DSN,
+// framework/store/storepg for gorm.io/driver/postgres, storemysql for
+// gorm.io/driver/mysql, storesqlite for github.com/glebarez/sqlite). The application keeps its pool, its DSN,
 // its logger and its migrations: what the framework needs per
 // transaction, [DB.Write] sets per transaction. [DB.Gorm] is a session of
 // gdb whose gorm logger is gdb's without parameter values: every
@@ -201,9 +201,11 @@ func New(ctx context.Context, gdb *gorm.DB, cfg Config) (*DB, error) {
 // Open connects to the database named by dsn through the registered
 // [Driver] of its scheme and wraps it with [New]: "sqlite:PATH" opens (and
 // creates) a SQLite file in WAL mode (storesqlite); "postgres://…" or
-// "postgresql://…" opens PostgreSQL through pgx (storepg). A DSN no
-// registered driver takes fails with [ErrUnknownDSN]; an unreachable
-// database with [ErrUnavailable].
+// "postgresql://…" opens PostgreSQL through pgx (storepg);
+// "mysql://user:pass@host:port/db" opens MariaDB or MySQL (storemysql).
+// A DSN no registered driver takes fails with [ErrUnknownDSN]; an
+// unreachable database, or one that does not exist on its server, with
+// [ErrUnavailable].
 func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
 )
 
@@ -52,6 +53,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		"ListFiltersOnTheDatabaseClock":               testList,
 		"CountExpiredCountsWhatTheJanitorDeletes":     testCountExpired,
 		"AuditWritesOneRowByTheKeysHash":              testAudit,
+		"OperationsArePublishedAndReplaced":           testOperations,
 		"LockTimeoutIsClassified":                     testLockTimeout,
 		"ErrorsPassThroughUnclassified":               testErrors,
 	} {
@@ -702,5 +704,39 @@ func testAudit(t *testing.T, s *suite) {
 	}
 	if len(rows) != 1 || rows[0].KeyHash == "k" || len(rows[0].KeyHash) != 64 || rows[0].Actor != "alice" || rows[0].Fence != c.Fence {
 		t.Fatalf("audit rows %+v, want one by the key's SHA-256", rows)
+	}
+}
+
+func testOperations(t *testing.T, s *suite) {
+	get := func(name string) (postkeys.OperationCodes, bool) {
+		t.Helper()
+		op, found, err := s.h.Store.GetOperation(s.ctx, s.h.DB.Gorm, name)
+		if err != nil {
+			t.Fatalf("GetOperation(%s): %v", name, err)
+		}
+		return op, found
+	}
+	put := func(p postkeys.OperationCodes) {
+		t.Helper()
+		if err := s.write(func(tx *gorm.DB) error { return s.h.Store.PutOperation(s.ctx, tx, p) }); err != nil {
+			t.Fatalf("PutOperation(%s): %v", p.Operation, err)
+		}
+	}
+	if _, found := get("payments.create"); found {
+		t.Fatal("an operation nobody published was found")
+	}
+	declined := framework.CodeInfo{Code: "card_declined", Status: http.StatusPaymentRequired, Title: "Card declined"}
+	busy := framework.CodeInfo{Code: "provider_busy", Status: http.StatusServiceUnavailable, Title: "Provider busy", Retryable: true}
+	put(postkeys.OperationCodes{Operation: "payments.create", Codes: []framework.CodeInfo{declined}})
+	put(postkeys.OperationCodes{Operation: "transfers", Codes: nil})
+	s.h.Advance(time.Minute)
+	put(postkeys.OperationCodes{Operation: "payments.create", Codes: []framework.CodeInfo{declined, busy}})
+	op, found := get("payments.create")
+	if !found || op.Operation != "payments.create" || len(op.Codes) != 2 || op.Codes[0] != declined || op.Codes[1] != busy ||
+		op.PublishedAt.IsZero() {
+		t.Fatalf("published operation %+v (found %v), want the last publication", op, found)
+	}
+	if op, found := get("transfers"); !found || len(op.Codes) != 0 {
+		t.Fatalf("an operation without codes: %+v (found %v)", op, found)
 	}
 }

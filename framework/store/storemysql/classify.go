@@ -44,6 +44,9 @@ const (
 	erDataTooLong          = 1406 // ER_DATA_TOO_LONG
 	erInvalidCharString    = 1300 // ER_INVALID_CHARACTER_STRING
 	erConCount             = 1040 // ER_CON_COUNT_ERROR: too many connections
+	erDBAccessDenied       = 1044 // ER_DBACCESS_DENIED_ERROR: the user may not use the database
+	erAccessDenied         = 1045 // ER_ACCESS_DENIED_ERROR: the login is refused
+	erBadDB                = 1049 // ER_BAD_DB_ERROR: the DSN's database does not exist
 	erOutOfResources       = 1041 // ER_OUT_OF_RESOURCES
 	erServerShutdown       = 1053 // ER_SERVER_SHUTDOWN
 	erQueryInterrupted     = 1317 // ER_QUERY_INTERRUPTED (KILL QUERY)
@@ -84,7 +87,10 @@ func kindOf(err error) errorKind {
 		case erConCount, erOutOfResources, erServerShutdown, erQueryInterrupted, erDiskFull, erRecordFileFull,
 			erLockTableFull, erReadOnlyTransaction, erOptionPreventsStmt, erConnectionKilled, erStatementTimeout,
 			erQueryTimeout, erNetReadInterrupted, erNetWriteInterrupted, erNetErrorOnWrite, erNetReadError,
-			erAbortingConnection, erNewAbortingConnecton:
+			erAbortingConnection, erNewAbortingConnecton,
+			// The server refuses the connection itself, as PostgreSQL's
+			// driver reports any failure while connecting.
+			erBadDB, erAccessDenied, erDBAccessDenied:
 			return unavailable
 		}
 		return otherError

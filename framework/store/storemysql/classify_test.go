@@ -2,11 +2,13 @@ package storemysql_test
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/store/storemysql"
+	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
 // TestErrorsReadAsTheFrameworkNeeds: each failure MySQL reports is read as
@@ -41,6 +43,19 @@ func TestErrorsReadAsTheFrameworkNeeds(t *testing.T) {
 			}
 			_, err := c.ExecContext(ctx, "UPDATE t SET v = 1")
 			return err
+		}(), storemysql.Unavailable},
+		"no such database": {func() error {
+			u, err := url.Parse(testdb.New(t, "mysql"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Path = "/retrysafe_no_such_database"
+			missing, err := storemysql.OpenDB(u.String(), time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer missing.Close()
+			return missing.PingContext(ctx)
 		}(), storemysql.Unavailable},
 		"refused": {func() error {
 			down, err := storemysql.OpenDB("mysql://root@127.0.0.1:1/x", time.Second)

@@ -19,8 +19,9 @@ func (Driver) Records(cfg store.RecordsConfig) store.Records {
 // one place. The clock is UTC_TIMESTAMP(6), which no session time zone
 // shifts; durations are microseconds. Fences come from a sequence
 // (migrations/mysql/00001), so they never repeat for a key. MySQL has no
-// ON CONFLICT and no UPDATE … RETURNING, so three claims are spelled
-// otherwise, each still one statement against the primary key:
+// ON CONFLICT and no UPDATE … RETURNING, so three claims (and the upsert
+// of an operation's codes, ON DUPLICATE KEY UPDATE) are spelled otherwise,
+// each still one statement against the primary key:
 //
 //   - insert: INSERT … SELECT … WHERE NOT EXISTS … RETURNING (MariaDB's
 //     INSERT … RETURNING); a concurrent insert that commits first makes
@@ -80,5 +81,7 @@ RETURNING fence, attempt`,
 SET state = 'in_progress', attempt = attempt + 1, fence = @new_fence, locked_until = {lease}, updated_at = {now}
 WHERE ` + recordsql.KeyWhere + ` AND fence = @fence AND state = @from AND (state = 'unknown' OR locked_until <= {now})`,
 		"taken_over": `SELECT fence, attempt FROM idempotency_records WHERE ` + recordsql.KeyWhere + ` AND fence = @new_fence`,
+		"put_operation": `INSERT INTO idempotency_operations (operation, codes, updated_at) VALUES (@operation, @codes, {now})
+ON DUPLICATE KEY UPDATE codes = VALUES(codes), updated_at = VALUES(updated_at)`,
 	},
 }

@@ -316,6 +316,24 @@ func (s *records) Audit(ctx context.Context, db *gorm.DB, p *store.RecordAuditPa
 	return err
 }
 
+func (s *records) PutOperation(ctx context.Context, db *gorm.DB, p *store.RecordOperation) error {
+	_, err := s.exec(ctx, db, "put_operation", s.args(store.RecordKey{Operation: p.Operation}, map[string]any{"codes": p.Codes}))
+	return err
+}
+
+func (s *records) GetOperation(ctx context.Context, db *gorm.DB, operation string) (store.RecordOperation, bool, error) {
+	var rows []struct {
+		Operation string    `gorm:"column:operation"`
+		Codes     string    `gorm:"column:codes"`
+		UpdatedAt time.Time `gorm:"column:updated_at"`
+	}
+	err := db.WithContext(ctx).Raw(s.sql["get_operation"], s.args(store.RecordKey{Operation: operation}, nil)).Find(&rows).Error
+	if err != nil || len(rows) == 0 {
+		return store.RecordOperation{}, false, err
+	}
+	return store.RecordOperation{Operation: rows[0].Operation, Codes: rows[0].Codes, UpdatedAt: rows[0].UpdatedAt.UTC()}, true, nil
+}
+
 // recordRow is the row shape of idempotency_records as the reading
 // statements return it, with the flags they compute on the database
 // clock.

@@ -155,4 +155,7 @@ VALUES (@tenant, @operation, @key_hash, @fence, @from, @outcome, @status, @ref, 
 	"stats": `SELECT
     (SELECT {age_of_oldest} FROM idempotency_records WHERE state = 'in_progress') AS oldest_seconds,
     (SELECT count(*) FROM idempotency_records WHERE state = 'unknown') AS unknown`,
+	"put_operation": `INSERT INTO idempotency_operations (operation, codes, updated_at) VALUES (@operation, @codes, {now})
+ON CONFLICT (operation) DO UPDATE SET codes = excluded.codes, updated_at = excluded.updated_at`,
+	"get_operation": `SELECT operation, codes, updated_at FROM idempotency_operations WHERE operation = @operation`,
 }
