@@ -212,7 +212,20 @@ type harness struct {
 // (and set hooks on h.widgets) before anything runs.
 func setup(t *testing.T, dsn string, tweak func(*postkeys.Config, *widgets)) *harness {
 	t.Helper()
-	db, err := store.Open(context.Background(), dsn, store.Config{LockTimeout: 2 * time.Second})
+	return setupWith(t, dsn, store.Config{LockTimeout: 2 * time.Second}, tweak)
+}
+
+// patient is the store's Config of a test whose verdict needs every
+// request to get its usual answer however slowly the databases of a
+// loaded machine answer: a minute for a lock and for a statement
+// (PostgreSQL's statement_timeout and MariaDB's max_statement_time count
+// lock waits too).
+var patient = store.Config{LockTimeout: time.Minute, StatementTimeout: time.Minute}
+
+// setupWith is setup on a store opened with storeCfg.
+func setupWith(t *testing.T, dsn string, storeCfg store.Config, tweak func(*postkeys.Config, *widgets)) *harness {
+	t.Helper()
+	db, err := store.Open(context.Background(), dsn, storeCfg)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
