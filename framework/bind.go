@@ -27,7 +27,7 @@ type Defaulter interface{ Default() }
 // Checker is implemented by commands with rules that validate tags cannot
 // express. Check runs after the tags pass; a non-empty result fails the
 // request with validation_failed.
-type Checker interface{ Check() []FieldError }
+type Checker interface{ Check() []wire.FieldError }
 
 // Normalizer is implemented by commands that rewrite valid values into one
 // canonical form ("10.0" and "10.00" into the same price) so that requests
@@ -101,10 +101,10 @@ func (b *Binder) CheckJSON(body []byte) error { return checkJSON(body, b.maxDept
 // as JSON.
 func (b *Binder) ReadBody(r *http.Request) ([]byte, error) {
 	if ct := r.Header.Get(wire.HeaderContentType); !wire.IsJSONMediaType(ct) {
-		return nil, Errorf(CodeUnsupportedMediaType, "the body must be JSON (application/json), not %q", ct)
+		return nil, Errorf(wire.CodeUnsupportedMediaType, "the body must be JSON (application/json), not %q", ct)
 	}
 	if r.ContentLength > b.maxBodyBytes {
-		return nil, Errorf(CodePayloadTooLarge, "body is larger than %d bytes", b.maxBodyBytes)
+		return nil, Errorf(wire.CodePayloadTooLarge, "body is larger than %d bytes", b.maxBodyBytes)
 	}
 	if r.Body == nil {
 		return nil, nil
@@ -113,16 +113,16 @@ func (b *Binder) ReadBody(r *http.Request) ([]byte, error) {
 		// The server delivers exactly ContentLength bytes: one allocation.
 		body := make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(r.Body, body); err != nil {
-			return nil, &Error{Code: CodeMalformedJSON, Detail: "body could not be read", Err: err}
+			return nil, &Error{Code: wire.CodeMalformedJSON, Detail: "body could not be read", Err: err}
 		}
 		return body, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, b.maxBodyBytes+1))
 	if err != nil {
-		return nil, &Error{Code: CodeMalformedJSON, Detail: "body could not be read", Err: err}
+		return nil, &Error{Code: wire.CodeMalformedJSON, Detail: "body could not be read", Err: err}
 	}
 	if int64(len(body)) > b.maxBodyBytes {
-		return nil, Errorf(CodePayloadTooLarge, "body is larger than %d bytes", b.maxBodyBytes)
+		return nil, Errorf(wire.CodePayloadTooLarge, "body is larger than %d bytes", b.maxBodyBytes)
 	}
 	return body, nil
 }
@@ -159,17 +159,17 @@ func Bind[T any](b *Binder, body []byte) (T, error) {
 	if err := b.validate.Struct(&cmd); err != nil {
 		var verrs validator.ValidationErrors
 		if !errors.As(err, &verrs) {
-			return cmd, &Error{Code: CodeValidationFailed, Detail: "the command could not be validated", Err: err}
+			return cmd, &Error{Code: wire.CodeValidationFailed, Detail: "the command could not be validated", Err: err}
 		}
-		fields := make([]FieldError, 0, len(verrs))
+		fields := make([]wire.FieldError, 0, len(verrs))
 		for _, fe := range verrs {
-			fields = append(fields, FieldError{Field: fieldPath(fe.Namespace()), Reason: reason(fe)})
+			fields = append(fields, wire.FieldError{Field: fieldPath(fe.Namespace()), Reason: reason(fe)})
 		}
-		return cmd, &Error{Code: CodeValidationFailed, Detail: "the command has invalid fields", Fields: fields}
+		return cmd, &Error{Code: wire.CodeValidationFailed, Detail: "the command has invalid fields", Fields: fields}
 	}
 	if c, ok := any(&cmd).(Checker); ok {
 		if fields := c.Check(); len(fields) > 0 {
-			return cmd, &Error{Code: CodeValidationFailed, Detail: "the command has invalid fields", Fields: fields}
+			return cmd, &Error{Code: wire.CodeValidationFailed, Detail: "the command has invalid fields", Fields: fields}
 		}
 	}
 	if n, ok := any(&cmd).(Normalizer); ok {
@@ -185,11 +185,11 @@ func Bind[T any](b *Binder, body []byte) (T, error) {
 func decodeError(body []byte, err error) error {
 	var semErr *jsonv2.SemanticError
 	if !errors.As(err, &semErr) || semErr.GoType == nil {
-		return &Error{Code: CodeMalformedJSON, Detail: "body does not decode into the command", Err: err}
+		return &Error{Code: wire.CodeMalformedJSON, Detail: "body does not decode into the command", Err: err}
 	}
 	if errors.Is(semErr.Err, jsonv2.ErrUnknownName) {
-		return &Error{Code: CodeValidationFailed, Detail: "the command has unknown fields",
-			Fields: []FieldError{{Field: pointerPath(body, semErr.JSONPointer), Reason: "unknown field"}}}
+		return &Error{Code: wire.CodeValidationFailed, Detail: "the command has unknown fields",
+			Fields: []wire.FieldError{{Field: pointerPath(body, semErr.JSONPointer), Reason: "unknown field"}}}
 	}
 	reason := "must be a " + semErr.GoType.String()
 	if intErr := (*integerError)(nil); errors.As(err, &intErr) {
@@ -198,8 +198,8 @@ func decodeError(body []byte, err error) error {
 		// A custom unmarshaler names the type it wanted.
 		reason = "must be a " + typeErr.Type.String()
 	}
-	return &Error{Code: CodeValidationFailed, Detail: "the command has invalid fields",
-		Fields: []FieldError{{Field: pointerPath(body, semErr.JSONPointer), Reason: reason}}}
+	return &Error{Code: wire.CodeValidationFailed, Detail: "the command has invalid fields",
+		Fields: []wire.FieldError{{Field: pointerPath(body, semErr.JSONPointer), Reason: reason}}}
 }
 
 // pointerPath spells the JSON Pointer ptr into body in the style of

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 type hostileItem struct {
@@ -49,7 +50,7 @@ func TestBindRejectsTextTheDatabaseCannotStore(t *testing.T) {
 	} {
 		_, err := Bind[hostileCommand](b, []byte(body))
 		e, ok := AsError(err)
-		if !ok || e.Code != CodeValidationFailed || len(e.Fields) != 1 || e.Fields[0].Field != field {
+		if !ok || e.Code != wire.CodeValidationFailed || len(e.Fields) != 1 || e.Fields[0].Field != field {
 			t.Fatalf("Bind(%s) = %#v, want validation_failed on %s", body, err, field)
 		}
 	}
@@ -79,7 +80,7 @@ func TestBindRejectsHugeNumbers(t *testing.T) {
 	} {
 		_, err := Bind[hostileCommand](b, []byte(body))
 		e, ok := AsError(err)
-		if !ok || e.Code != CodeValidationFailed || len(e.Fields) != 1 || e.Fields[0].Field != field {
+		if !ok || e.Code != wire.CodeValidationFailed || len(e.Fields) != 1 || e.Fields[0].Field != field {
 			t.Fatalf("Bind(%.80s…) = %v, want validation_failed on %s", body, err, field)
 		}
 	}
@@ -133,7 +134,7 @@ func TestBindNamesMembersExactly(t *testing.T) {
 	} {
 		cmd, err := Bind[hostileCommand](b, []byte(body))
 		e, ok := AsError(err)
-		if !ok || e.Code != CodeValidationFailed || len(e.Fields) != 1 || e.Fields[0].Field != field || e.Fields[0].Reason != "unknown field" {
+		if !ok || e.Code != wire.CodeValidationFailed || len(e.Fields) != 1 || e.Fields[0].Field != field || e.Fields[0].Reason != "unknown field" {
 			t.Fatalf("Bind(%s) = %+v, %#v; want validation_failed, unknown field %s", body, cmd, err, field)
 		}
 	}
@@ -150,7 +151,7 @@ func TestBindNamesMembersExactly(t *testing.T) {
 func TestBindNamesTypeErrorsByPath(t *testing.T) {
 	t.Parallel()
 	b := setupBinder(t)
-	for body, want := range map[string]FieldError{
+	for body, want := range map[string]wire.FieldError{
 		`{"customer":5}`:                                        {Field: "customer", Reason: "must be a string"},
 		`{"customer":"c","amount":"9"}`:                         {Field: "amount", Reason: "must be a int64"},
 		`{"customer":"c","amount":1.5}`:                         {Field: "amount", Reason: "must be an integer from -9223372036854775808 to 9223372036854775807"},
@@ -161,7 +162,7 @@ func TestBindNamesTypeErrorsByPath(t *testing.T) {
 	} {
 		_, err := Bind[hostileCommand](b, []byte(body))
 		e, ok := AsError(err)
-		if !ok || e.Code != CodeValidationFailed || len(e.Fields) != 1 || e.Fields[0] != want {
+		if !ok || e.Code != wire.CodeValidationFailed || len(e.Fields) != 1 || e.Fields[0] != want {
 			t.Fatalf("Bind(%s) = %#v, want validation_failed %+v", body, err, want)
 		}
 	}

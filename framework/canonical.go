@@ -13,6 +13,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // DefaultMaxDepth is the nesting bound of request JSON when none is set.
@@ -48,7 +50,7 @@ func checkJSON(body []byte, maxDepth int) error {
 // reference for scanJSON, and the path that explains invalid documents.
 func checkJSONTokens(body []byte, maxDepth int) error {
 	if !utf8.Valid(body) {
-		return Errorf(CodeMalformedJSON, "body is not valid UTF-8")
+		return Errorf(wire.CodeMalformedJSON, "body is not valid UTF-8")
 	}
 	var (
 		stack    []jsonFrame
@@ -74,22 +76,22 @@ func checkJSONTokens(body []byte, maxDepth int) error {
 			break
 		}
 		if err != nil {
-			return &Error{Code: CodeMalformedJSON, Detail: "body is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
+			return &Error{Code: wire.CodeMalformedJSON, Detail: "body is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
 		}
 		if len(stack) == 0 {
 			if topLevel++; topLevel > 1 {
-				return Errorf(CodeMalformedJSON, "body holds more than one JSON value")
+				return Errorf(wire.CodeMalformedJSON, "body holds more than one JSON value")
 			}
 		}
 		if _, ok := tok.(string); ok && unpairedSurrogate(body[from:dec.InputOffset()]) {
-			return Errorf(CodeMalformedJSON, unpairedSurrogateDetail)
+			return Errorf(wire.CodeMalformedJSON, unpairedSurrogateDetail)
 		}
 		switch t := tok.(type) {
 		case json.Delim:
 			switch t {
 			case '{', '[':
 				if len(stack) >= maxDepth {
-					return Errorf(CodeMalformedJSON, "JSON nesting is deeper than %d", maxDepth)
+					return Errorf(wire.CodeMalformedJSON, "JSON nesting is deeper than %d", maxDepth)
 				}
 				stack = append(stack, jsonFrame{object: t == '{', expectKey: t == '{'})
 			default:
@@ -103,7 +105,7 @@ func checkJSONTokens(body []byte, maxDepth int) error {
 					top.keys = make(map[string]struct{})
 				}
 				if _, dup := top.keys[t]; dup {
-					return Errorf(CodeMalformedJSON, "duplicate object key %q", t)
+					return Errorf(wire.CodeMalformedJSON, "duplicate object key %q", t)
 				}
 				top.keys[t] = struct{}{}
 				top.key = t
@@ -127,7 +129,7 @@ func checkJSONTokens(body []byte, maxDepth int) error {
 		}
 	}
 	if topLevel == 0 {
-		return Errorf(CodeMalformedJSON, "body is empty")
+		return Errorf(wire.CodeMalformedJSON, "body is empty")
 	}
 	return nil
 }
@@ -215,8 +217,8 @@ func jsonPath(stack []jsonFrame) string {
 }
 
 func fieldError(field, reason string) *Error {
-	return &Error{Code: CodeValidationFailed, Detail: "the command has invalid fields",
-		Fields: []FieldError{{Field: field, Reason: reason}}}
+	return &Error{Code: wire.CodeValidationFailed, Detail: "the command has invalid fields",
+		Fields: []wire.FieldError{{Field: field, Reason: reason}}}
 }
 
 // CanonicalJSON rewrites one JSON value in canonical form: object keys

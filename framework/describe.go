@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"reflect"
 	"time"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // RouteDescription describes one mounted route for machine-readable API
@@ -48,7 +50,7 @@ type RouteDescription struct {
 	Responses []ResponseDescription
 	// Problems are the problem codes the route may answer with; their
 	// statuses come from [Code.Status].
-	Problems []Code
+	Problems []wire.Code
 	// ProblemHeaders are headers that every problem answer of the route
 	// carries as well (the legacy route's Deprecation and Link).
 	ProblemHeaders []string
@@ -92,7 +94,7 @@ type ResponseDescription struct {
 	// Body is the type of the JSON body, nil for none (204, 304).
 	Body reflect.Type
 	// Headers are the response headers it may carry, among
-	// [HeaderIdempotencyKey], [HeaderIdempotentReplayed], "Location",
+	// [wire.HeaderIdempotencyKey], [wire.HeaderIdempotentReplayed], "Location",
 	// "ETag", "Deprecation", "Link" and "Sunset".
 	Headers []string
 }
@@ -100,20 +102,20 @@ type ResponseDescription struct {
 // ReplayResponseHeaders returns the headers a replayable answer may carry:
 // Idempotent-Replayed, Location and ETag, plus extra.
 func ReplayResponseHeaders(extra ...string) []string {
-	return append([]string{HeaderIdempotentReplayed, "Location", "ETag"}, extra...)
+	return append([]string{wire.HeaderIdempotentReplayed, "Location", "ETag"}, extra...)
 }
 
 // ReadProblems are the problems every authenticated read may answer:
 // unauthenticated, not_found, unavailable and internal.
-func ReadProblems() []Code {
-	return []Code{CodeUnauthenticated, CodeNotFound, CodeUnavailable, CodeInternal}
+func ReadProblems() []wire.Code {
+	return []wire.Code{wire.CodeUnauthenticated, wire.CodeNotFound, wire.CodeUnavailable, wire.CodeInternal}
 }
 
 // WriteProblems are the problems every authenticated write with a JSON
 // body may answer, before anything specific to the route.
-func WriteProblems() []Code {
-	return []Code{CodeMalformedJSON, CodeValidationFailed, CodeUnauthenticated, CodePayloadTooLarge, CodeUnsupportedMediaType,
-		CodeRequestInProgress, CodeUnavailable, CodeInternal}
+func WriteProblems() []wire.Code {
+	return []wire.Code{wire.CodeMalformedJSON, wire.CodeValidationFailed, wire.CodeUnauthenticated, wire.CodePayloadTooLarge, wire.CodeUnsupportedMediaType,
+		wire.CodeRequestInProgress, wire.CodeUnavailable, wire.CodeInternal}
 }
 
 // DescribeGet describes a plain authenticated GET of one JSON document of
@@ -123,7 +125,7 @@ func WriteProblems() []Code {
 func DescribeGet(path, operationID, summary string, body reflect.Type, params ...ParamDescription) RouteDescription {
 	problems := ReadProblems()
 	if len(params) > 0 {
-		problems = append(problems, CodeInvalidResourceID)
+		problems = append(problems, wire.CodeInvalidResourceID)
 	}
 	return RouteDescription{
 		Method: http.MethodGet, Path: path, OperationID: operationID, Summary: summary,

@@ -11,43 +11,6 @@ import (
 	"github.com/retrysafe/retrysafe/wire"
 )
 
-// Code is the stable, machine-readable problem code a client branches on
-// (an alias of [wire.Code]). It is carried in the "code" member of every
-// problem body.
-type Code = wire.Code
-
-// The generic problem codes of the wire contract (see [wire]). A resource
-// registers its own business codes with [Engine.RegisterCodes].
-const (
-	CodeMalformedJSON         = wire.CodeMalformedJSON
-	CodeValidationFailed      = wire.CodeValidationFailed
-	CodeInvalidResourceID     = wire.CodeInvalidResourceID
-	CodeIdempotencyKeyMissing = wire.CodeIdempotencyKeyMissing
-	CodeIdempotencyKeyInvalid = wire.CodeIdempotencyKeyInvalid
-	CodeUnauthenticated       = wire.CodeUnauthenticated
-	CodeNotFound              = wire.CodeNotFound
-	CodeMethodNotAllowed      = wire.CodeMethodNotAllowed
-	CodeRequestInProgress     = wire.CodeRequestInProgress
-	CodeOutcomePending        = wire.CodeOutcomePending
-	CodeResourceLocked        = wire.CodeResourceLocked
-	CodeResourceDeleted       = wire.CodeResourceDeleted
-	CodePreconditionFailed    = wire.CodePreconditionFailed
-	CodePreconditionRequired  = wire.CodePreconditionRequired
-	CodePayloadTooLarge       = wire.CodePayloadTooLarge
-	CodeUnsupportedMediaType  = wire.CodeUnsupportedMediaType
-	CodeIdempotencyKeyReuse   = wire.CodeIdempotencyKeyReuse
-	CodeTooManyRequests       = wire.CodeTooManyRequests
-	CodeInternal              = wire.CodeInternal
-	CodeUnavailable           = wire.CodeUnavailable
-)
-
-// CodeInfo describes a problem code: status, title, retryable (an alias of
-// [wire.CodeInfo]).
-type CodeInfo = wire.CodeInfo
-
-// FieldError is one entry of the "errors" extension of a validation problem.
-type FieldError = wire.FieldError
-
 // ErrCodeConflict is returned (wrapped) by [Engine.RegisterCodes] and
 // [Codes.Register] when a code is already registered with another status,
 // title or retryability, and ErrCodeUnregistered by declarations (such as
@@ -74,12 +37,12 @@ func (requestDeadline) Is(target error) bool { return target == context.Deadline
 // Registration happens at start-up; lookups are safe while serving.
 type Codes struct {
 	mu    sync.RWMutex
-	codes map[Code]CodeInfo
+	codes map[wire.Code]wire.CodeInfo
 }
 
 // NewCodes returns a registry of the generic codes.
 func NewCodes() *Codes {
-	c := &Codes{codes: map[Code]CodeInfo{}}
+	c := &Codes{codes: map[wire.Code]wire.CodeInfo{}}
 	for _, info := range wire.Generic() {
 		c.codes[info.Code] = info
 	}
@@ -90,7 +53,7 @@ func NewCodes() *Codes {
 // description is a no-op (two instances of one resource on an engine); a
 // different description, or one [wire.CodeInfo.Validate] refuses, is an
 // error and registers none of infos.
-func (c *Codes) Register(infos ...CodeInfo) error {
+func (c *Codes) Register(infos ...wire.CodeInfo) error {
 	if c == nil {
 		return errors.New("framework: Register on a nil *Codes")
 	}
@@ -117,7 +80,7 @@ func (c *Codes) Register(infos ...CodeInfo) error {
 }
 
 // Lookup returns the description of a registered code.
-func (c *Codes) Lookup(code Code) (CodeInfo, bool) {
+func (c *Codes) Lookup(code wire.Code) (wire.CodeInfo, bool) {
 	if c == nil {
 		return wire.LookupGeneric(code)
 	}
@@ -128,12 +91,12 @@ func (c *Codes) Lookup(code Code) (CodeInfo, bool) {
 }
 
 // All returns every registered code, sorted by name.
-func (c *Codes) All() []CodeInfo {
+func (c *Codes) All() []wire.CodeInfo {
 	if c == nil {
 		return wire.Generic()
 	}
 	c.mu.RLock()
-	out := make([]CodeInfo, 0, len(c.codes))
+	out := make([]wire.CodeInfo, 0, len(c.codes))
 	for _, info := range c.codes {
 		out = append(out, info)
 	}
@@ -149,16 +112,16 @@ func (e *Engine) Codes() *Codes { return e.codes }
 // retryable) on the engine: call it when the resource is built, before
 // declaring operations that answer them. A conflict with a code already
 // registered fails, so a wrong wiring stops the process at start-up.
-func (e *Engine) RegisterCodes(infos ...CodeInfo) error { return e.codes.Register(infos...) }
+func (e *Engine) RegisterCodes(infos ...wire.CodeInfo) error { return e.codes.Register(infos...) }
 
 // Error is an error with a problem code: the framework renders it as an RFC
 // 9457 problem. Two *Error values match under [errors.Is] when their codes are
 // equal, so the sentinels below work with wrapped, detailed copies.
 type Error struct {
-	Code   Code
+	Code   wire.Code
 	Detail string
 	// Fields lists per-field validation failures (validation_failed only).
-	Fields []FieldError
+	Fields []wire.FieldError
 	// RetryAfter is the Retry-After of a retryable code; it defaults to 1s.
 	// It is ignored for a code that is not retryable: a final answer never
 	// carries Retry-After.
@@ -187,31 +150,31 @@ func (e *Error) Is(target error) bool {
 }
 
 // Errorf returns a problem error with the given code and a formatted detail.
-func Errorf(code Code, format string, args ...any) *Error {
+func Errorf(code wire.Code, format string, args ...any) *Error {
 	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
 }
 
 // Sentinels, one per generic code, for errors.Is comparisons.
 var (
-	ErrMalformedJSON         = &Error{Code: CodeMalformedJSON}
-	ErrValidationFailed      = &Error{Code: CodeValidationFailed}
-	ErrInvalidResourceID     = &Error{Code: CodeInvalidResourceID}
-	ErrIdempotencyKeyMissing = &Error{Code: CodeIdempotencyKeyMissing}
-	ErrIdempotencyKeyInvalid = &Error{Code: CodeIdempotencyKeyInvalid}
-	ErrUnauthenticated       = &Error{Code: CodeUnauthenticated}
-	ErrNotFound              = &Error{Code: CodeNotFound}
-	ErrMethodNotAllowed      = &Error{Code: CodeMethodNotAllowed}
-	ErrRequestInProgress     = &Error{Code: CodeRequestInProgress}
-	ErrOutcomePending        = &Error{Code: CodeOutcomePending}
-	ErrResourceLocked        = &Error{Code: CodeResourceLocked}
-	ErrResourceDeleted       = &Error{Code: CodeResourceDeleted}
-	ErrPreconditionFailed    = &Error{Code: CodePreconditionFailed}
-	ErrPreconditionRequired  = &Error{Code: CodePreconditionRequired}
-	ErrPayloadTooLarge       = &Error{Code: CodePayloadTooLarge}
-	ErrUnsupportedMediaType  = &Error{Code: CodeUnsupportedMediaType}
-	ErrIdempotencyKeyReuse   = &Error{Code: CodeIdempotencyKeyReuse}
-	ErrTooManyRequests       = &Error{Code: CodeTooManyRequests}
-	ErrUnavailable           = &Error{Code: CodeUnavailable}
+	ErrMalformedJSON         = &Error{Code: wire.CodeMalformedJSON}
+	ErrValidationFailed      = &Error{Code: wire.CodeValidationFailed}
+	ErrInvalidResourceID     = &Error{Code: wire.CodeInvalidResourceID}
+	ErrIdempotencyKeyMissing = &Error{Code: wire.CodeIdempotencyKeyMissing}
+	ErrIdempotencyKeyInvalid = &Error{Code: wire.CodeIdempotencyKeyInvalid}
+	ErrUnauthenticated       = &Error{Code: wire.CodeUnauthenticated}
+	ErrNotFound              = &Error{Code: wire.CodeNotFound}
+	ErrMethodNotAllowed      = &Error{Code: wire.CodeMethodNotAllowed}
+	ErrRequestInProgress     = &Error{Code: wire.CodeRequestInProgress}
+	ErrOutcomePending        = &Error{Code: wire.CodeOutcomePending}
+	ErrResourceLocked        = &Error{Code: wire.CodeResourceLocked}
+	ErrResourceDeleted       = &Error{Code: wire.CodeResourceDeleted}
+	ErrPreconditionFailed    = &Error{Code: wire.CodePreconditionFailed}
+	ErrPreconditionRequired  = &Error{Code: wire.CodePreconditionRequired}
+	ErrPayloadTooLarge       = &Error{Code: wire.CodePayloadTooLarge}
+	ErrUnsupportedMediaType  = &Error{Code: wire.CodeUnsupportedMediaType}
+	ErrIdempotencyKeyReuse   = &Error{Code: wire.CodeIdempotencyKeyReuse}
+	ErrTooManyRequests       = &Error{Code: wire.CodeTooManyRequests}
+	ErrUnavailable           = &Error{Code: wire.CodeUnavailable}
 )
 
 // AsError returns the *Error in err's chain, if any.

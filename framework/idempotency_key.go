@@ -8,9 +8,6 @@ import (
 	"github.com/retrysafe/retrysafe/wire"
 )
 
-// MaxIdempotencyKeyLen is the longest idempotency key accepted.
-const MaxIdempotencyKeyLen = wire.MaxKeyLen
-
 // IdempotencyKey reads the request's idempotency key with [wire.ParseKey]:
 // Idempotency-Key or its alias X-Idempotency-Key, a Structured-Field string
 // ("abc") unquoted. It returns ok=false when neither header is present, and
@@ -19,7 +16,7 @@ const MaxIdempotencyKeyLen = wire.MaxKeyLen
 func IdempotencyKey(h http.Header) (key string, ok bool, err error) {
 	key, ok, err = wire.ParseKey(h)
 	if err != nil {
-		return "", ok, &Error{Code: CodeIdempotencyKeyInvalid, Detail: wire.KeyReason(err)}
+		return "", ok, &Error{Code: wire.CodeIdempotencyKeyInvalid, Detail: wire.KeyReason(err)}
 	}
 	return key, ok, nil
 }

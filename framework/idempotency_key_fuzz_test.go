@@ -31,10 +31,10 @@ func FuzzIdempotencyKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, canonical, alias string, withAlias bool) {
 		h := http.Header{}
 		if canonical != "" {
-			h.Set(HeaderIdempotencyKey, canonical)
+			h.Set(wire.HeaderIdempotencyKey, canonical)
 		}
 		if withAlias {
-			h.Set(HeaderXIdempotencyKey, alias)
+			h.Set(wire.HeaderXIdempotencyKey, alias)
 		}
 		key, ok, err := IdempotencyKey(h)
 		if err != nil {
@@ -49,7 +49,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 			}
 			return
 		}
-		if wire.ValidateKey(key) != nil || len(key) == 0 || len(key) > MaxIdempotencyKeyLen {
+		if wire.ValidateKey(key) != nil || len(key) == 0 || len(key) > wire.MaxKeyLen {
 			t.Fatalf("accepted an invalid key %q", key)
 		}
 		if canonical != "" && withAlias && wire.UnquoteKey(canonical) != wire.UnquoteKey(alias) {

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // count is a named integer type of the application's own.
@@ -90,7 +92,7 @@ func TestBindIntegerFieldsTakeEverySpelling(t *testing.T) {
 	} {
 		_, err := Bind[intsCommand](b, []byte(tc.body))
 		e, ok := AsError(err)
-		if !ok || e.Code != CodeValidationFailed || len(e.Fields) != 1 || e.Fields[0] != (FieldError{Field: tc.field, Reason: tc.reason}) {
+		if !ok || e.Code != wire.CodeValidationFailed || len(e.Fields) != 1 || e.Fields[0] != (wire.FieldError{Field: tc.field, Reason: tc.reason}) {
 			t.Fatalf("Bind(%s) = %#v, want validation_failed on %s: %s", tc.body, err, tc.field, tc.reason)
 		}
 	}
@@ -106,5 +108,5 @@ func TestBindIntegerFieldsTakeEverySpelling(t *testing.T) {
 
 func isFieldError(err error, field string) bool {
 	e, ok := AsError(err)
-	return ok && e.Code == CodeValidationFailed && len(e.Fields) == 1 && e.Fields[0].Field == field
+	return ok && e.Code == wire.CodeValidationFailed && len(e.Fields) == 1 && e.Fields[0].Field == field
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // The fast paths of checkJSON and CanonicalJSON: one pass over the bytes of
@@ -61,7 +63,7 @@ func (s *scanner) value(depth int) error {
 	switch c := s.body[s.i]; c {
 	case '{', '[':
 		if depth >= s.maxDepth {
-			return Errorf(CodeMalformedJSON, "JSON nesting is deeper than %d", s.maxDepth)
+			return Errorf(wire.CodeMalformedJSON, "JSON nesting is deeper than %d", s.maxDepth)
 		}
 		s.i++
 		if c == '{' {
@@ -73,7 +75,7 @@ func (s *scanner) value(depth int) error {
 		var escaped bool
 		s.i, escaped = stringEnd(s.body, s.i)
 		if escaped && unpairedSurrogate(s.body[start:s.i]) {
-			return Errorf(CodeMalformedJSON, unpairedSurrogateDetail)
+			return Errorf(wire.CodeMalformedJSON, unpairedSurrogateDetail)
 		}
 	default: // a number or a literal
 		start := s.i
@@ -128,7 +130,7 @@ func (s *scanner) members(base, depth int) error {
 		key := s.body[start+1 : s.i-1]
 		if escaped {
 			if unpairedSurrogate(s.body[start:s.i]) {
-				return Errorf(CodeMalformedJSON, unpairedSurrogateDetail)
+				return Errorf(wire.CodeMalformedJSON, unpairedSurrogateDetail)
 			}
 			var k string
 			_ = json.Unmarshal(s.body[start:s.i], &k)
@@ -136,7 +138,7 @@ func (s *scanner) members(base, depth int) error {
 		}
 		for _, k := range s.keys[base:] {
 			if bytes.Equal(k, key) {
-				return Errorf(CodeMalformedJSON, "duplicate object key %q", key)
+				return Errorf(wire.CodeMalformedJSON, "duplicate object key %q", key)
 			}
 		}
 		s.keys = append(s.keys, key)

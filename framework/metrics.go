@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Request outcomes counted by [Metrics.Requests].
@@ -90,13 +91,13 @@ func OutcomeOf(ctx context.Context, err error) string {
 		return OutcomeClientGone
 	}
 	switch ErrorFor(err).Code {
-	case CodeRequestInProgress, CodeOutcomePending:
+	case wire.CodeRequestInProgress, wire.CodeOutcomePending:
 		return OutcomeInProgress
-	case CodeIdempotencyKeyReuse:
+	case wire.CodeIdempotencyKeyReuse:
 		return OutcomeKeyReuse
-	case CodeIdempotencyKeyMissing:
+	case wire.CodeIdempotencyKeyMissing:
 		return OutcomeMissingKey
-	case CodeUnavailable, CodeInternal:
+	case wire.CodeUnavailable, wire.CodeInternal:
 		return OutcomeError
 	}
 	return OutcomeRejected

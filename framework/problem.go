@@ -14,13 +14,6 @@ import (
 	"github.com/retrysafe/retrysafe/wire"
 )
 
-// ContentTypeProblem is the media type of RFC 9457 problem details.
-const ContentTypeProblem = wire.ContentTypeProblem
-
-// Problem is the RFC 9457 body of every error response (an alias of
-// [wire.Problem]).
-type Problem = wire.Problem
-
 // retryAfterDefault is the Retry-After of a retryable answer whose error
 // sets none.
 const retryAfterDefault = time.Second
@@ -40,18 +33,18 @@ func ErrorFor(err error) *Error {
 	err = store.Classify(err)
 	switch {
 	case errors.Is(err, store.ErrKeyLocked):
-		return &Error{Code: CodeRequestInProgress, Detail: "a request with the same identity is being executed; retry shortly", Err: err}
+		return &Error{Code: wire.CodeRequestInProgress, Detail: "a request with the same identity is being executed; retry shortly", Err: err}
 	case errors.Is(err, store.ErrLockTimeout):
-		return &Error{Code: CodeUnavailable, Detail: "the database is busy: a lock that another transaction holds was not released in time; retry shortly", Err: err}
+		return &Error{Code: wire.CodeUnavailable, Detail: "the database is busy: a lock that another transaction holds was not released in time; retry shortly", Err: err}
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		return &Error{Code: CodeUnavailable, Detail: "the database is unavailable; retry shortly", Err: err}
+		return &Error{Code: wire.CodeUnavailable, Detail: "the database is unavailable; retry shortly", Err: err}
 	case errors.Is(err, store.ErrUnstorableText):
 		// Whatever statement carried it (a filter, a path value, a field
 		// of a resource's own query): the request cannot succeed as it is.
-		return &Error{Code: CodeValidationFailed, Detail: "a text value holds a character that cannot be stored",
-			Fields: []FieldError{{Field: "", Reason: "valid UTF-8 without NUL characters"}}, Err: err}
+		return &Error{Code: wire.CodeValidationFailed, Detail: "a text value holds a character that cannot be stored",
+			Fields: []wire.FieldError{{Field: "", Reason: "valid UTF-8 without NUL characters"}}, Err: err}
 	}
-	return &Error{Code: CodeInternal, Detail: "an internal error occurred", Err: err}
+	return &Error{Code: wire.CodeInternal, Detail: "an internal error occurred", Err: err}
 }
 
 // renderProblem is the one mapping from an error to an HTTP status, headers
@@ -64,11 +57,11 @@ func renderProblem(codes *Codes, err error) (int, http.Header, []byte, *Error) {
 	e := ErrorFor(err)
 	info, ok := codes.Lookup(e.Code)
 	if !ok {
-		e = &Error{Code: CodeInternal, Detail: "an internal error occurred",
+		e = &Error{Code: wire.CodeInternal, Detail: "an internal error occurred",
 			Err: fmt.Errorf("unregistered problem code %q: %w", e.Code, err)}
-		info, _ = codes.Lookup(CodeInternal)
+		info, _ = codes.Lookup(wire.CodeInternal)
 	}
-	body, _ := json.Marshal(Problem{
+	body, _ := json.Marshal(wire.Problem{
 		Type:   wire.ProblemType(e.Code),
 		Title:  info.Title,
 		Status: info.Status,
@@ -77,7 +70,7 @@ func renderProblem(codes *Codes, err error) (int, http.Header, []byte, *Error) {
 		Errors: e.Fields,
 	})
 	h := http.Header{}
-	h.Set(wire.HeaderContentType, ContentTypeProblem)
+	h.Set(wire.HeaderContentType, wire.ContentTypeProblem)
 	if info.Retryable {
 		after := e.RetryAfter
 		if after <= 0 {
@@ -165,7 +158,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, logger *slog.Logger, c
 			level = slog.LevelWarn
 		}
 		cause := err
-		if e.Err != nil && e.Code == CodeInternal {
+		if e.Err != nil && e.Code == wire.CodeInternal {
 			cause = e.Err
 		}
 		logger.LogAttrs(r.Context(), level, "request failed",

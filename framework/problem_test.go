@@ -40,7 +40,7 @@ func codesEngine(t *testing.T) *framework.Engine {
 func TestRegisterCodes(t *testing.T) {
 	t.Parallel()
 	engine := codesEngine(t)
-	funds := framework.CodeInfo{Code: "insufficient_funds", Status: http.StatusUnprocessableEntity, Title: "Insufficient funds"}
+	funds := wire.CodeInfo{Code: "insufficient_funds", Status: http.StatusUnprocessableEntity, Title: "Insufficient funds"}
 	if err := engine.RegisterCodes(funds); err != nil {
 		t.Fatal(err)
 	}
@@ -50,17 +50,17 @@ func TestRegisterCodes(t *testing.T) {
 	if info, ok := engine.Codes().Lookup("insufficient_funds"); !ok || info != funds {
 		t.Fatalf("Lookup = %+v, %v", info, ok)
 	}
-	conflicts := []framework.CodeInfo{
+	conflicts := []wire.CodeInfo{
 		{Code: "insufficient_funds", Status: http.StatusPaymentRequired, Title: "Insufficient funds"},
 		{Code: "insufficient_funds", Status: http.StatusUnprocessableEntity, Title: "Not enough money"},
-		{Code: framework.CodeNotFound, Status: http.StatusGone, Title: "Gone"},
+		{Code: wire.CodeNotFound, Status: http.StatusGone, Title: "Gone"},
 	}
 	for _, c := range conflicts {
 		if err := engine.RegisterCodes(c); !errors.Is(err, framework.ErrCodeConflict) {
 			t.Fatalf("RegisterCodes(%+v) = %v, want ErrCodeConflict", c, err)
 		}
 	}
-	invalid := []framework.CodeInfo{
+	invalid := []wire.CodeInfo{
 		{Code: "Bad Code", Status: 422, Title: "x"},
 		{Code: "teapot", Status: 200, Title: "x"},
 		{Code: "final_retry", Status: 402, Title: "x", Retryable: true},
@@ -71,8 +71,8 @@ func TestRegisterCodes(t *testing.T) {
 		}
 	}
 	// A batch with one bad entry registers none of it.
-	if err := engine.RegisterCodes(framework.CodeInfo{Code: "first_ok", Status: 409, Title: "x"},
-		framework.CodeInfo{Code: "first_ok", Status: 410, Title: "x"}); !errors.Is(err, framework.ErrCodeConflict) {
+	if err := engine.RegisterCodes(wire.CodeInfo{Code: "first_ok", Status: 409, Title: "x"},
+		wire.CodeInfo{Code: "first_ok", Status: 410, Title: "x"}); !errors.Is(err, framework.ErrCodeConflict) {
 		t.Fatalf("conflicting batch: %v", err)
 	}
 	if _, ok := engine.Codes().Lookup("first_ok"); ok {
@@ -90,9 +90,9 @@ func TestRetryAfterOnExactlyTheRetryableAnswers(t *testing.T) {
 	t.Parallel()
 	engine := codesEngine(t)
 	if err := engine.RegisterCodes(
-		framework.CodeInfo{Code: "insufficient_funds", Status: 422, Title: "Insufficient funds"},
-		framework.CodeInfo{Code: "ledger_busy", Status: 409, Title: "Ledger busy", Retryable: true},
-		framework.CodeInfo{Code: "maintenance", Status: 503, Title: "Maintenance", Retryable: true},
+		wire.CodeInfo{Code: "insufficient_funds", Status: 422, Title: "Insufficient funds"},
+		wire.CodeInfo{Code: "ledger_busy", Status: 409, Title: "Ledger busy", Retryable: true},
+		wire.CodeInfo{Code: "maintenance", Status: 503, Title: "Maintenance", Retryable: true},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestRetryAfterOnExactlyTheRetryableAnswers(t *testing.T) {
 			}
 		}
 	}
-	_, h, _ := engine.RenderProblem(&framework.Error{Code: framework.CodeUnavailable, RetryAfter: 5 * time.Second})
+	_, h, _ := engine.RenderProblem(&framework.Error{Code: wire.CodeUnavailable, RetryAfter: 5 * time.Second})
 	if h.Get("Retry-After") != "5" {
 		t.Fatalf("Retry-After = %q, want the error's 5", h.Get("Retry-After"))
 	}
@@ -154,7 +154,7 @@ func TestUnregisteredCodeIsAServerBug(t *testing.T) {
 		t.Fatalf("%d %v %s", status, h, body)
 	}
 	// The engine-less writer knows the generic codes only.
-	if status, _, _ := framework.RenderProblem(framework.Errorf(framework.CodeNotFound, "x")); status != 404 {
+	if status, _, _ := framework.RenderProblem(framework.Errorf(wire.CodeNotFound, "x")); status != 404 {
 		t.Fatalf("generic code through RenderProblem: %d", status)
 	}
 }

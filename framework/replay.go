@@ -6,13 +6,6 @@ import (
 	"github.com/retrysafe/retrysafe/wire"
 )
 
-// Header names of the replay contract (see [wire] for all of them).
-const (
-	HeaderIdempotentReplayed = wire.HeaderIdempotentReplayed
-	HeaderIdempotencyKey     = wire.HeaderIdempotencyKey
-	HeaderXIdempotencyKey    = wire.HeaderXIdempotencyKey
-)
-
 // Reply describes a successful response of either pattern: the PUT engine
 // and the POST fallback both write through [WriteReply], so replays look the
 // same on the wire whichever pattern produced them.
@@ -41,10 +34,10 @@ func WriteReply(w http.ResponseWriter, r Reply) {
 		h.Set(wire.HeaderContentType, wire.ContentTypeJSON+"; charset=utf-8")
 	}
 	if r.Replayed {
-		h.Set(HeaderIdempotentReplayed, "true")
+		h.Set(wire.HeaderIdempotentReplayed, "true")
 	}
 	if r.Key != "" {
-		h.Set(HeaderIdempotencyKey, r.Key)
+		h.Set(wire.HeaderIdempotencyKey, r.Key)
 	}
 	if r.Location != "" {
 		h.Set(wire.HeaderLocation, r.Location)

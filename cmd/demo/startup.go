@@ -18,6 +18,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/server"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Backoff between attempts to connect to the database and migrate it at
@@ -57,7 +58,7 @@ func (s *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok")
 		return
 	}
-	framework.WriteProblem(w, r, nil, &framework.Error{Code: framework.CodeUnavailable,
+	framework.WriteProblem(w, r, nil, &framework.Error{Code: wire.CodeUnavailable,
 		Detail: "the service is starting: its database is not connected yet; retry shortly"})
 }
 

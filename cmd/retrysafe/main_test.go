@@ -28,6 +28,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/payments"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -277,7 +278,7 @@ func mailService(t *testing.T, db *store.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := engine.RegisterCodes(framework.CodeInfo{Code: "mailbox_full", Status: http.StatusUnprocessableEntity, Title: "Mailbox full"}); err != nil {
+	if err := engine.RegisterCodes(wire.CodeInfo{Code: "mailbox_full", Status: http.StatusUnprocessableEntity, Title: "Mailbox full"}); err != nil {
 		t.Fatal(err)
 	}
 	keys, err := postkeys.New(engine, postkeys.Config{})
@@ -288,7 +289,7 @@ func mailService(t *testing.T, db *store.DB) {
 		return postkeys.Response{}, errors.New("not in this test")
 	}
 	if _, err := postkeys.Register(keys, postkeys.Operation[struct{}]{Name: "mail.send", Mode: postkeys.Phased,
-		RejectionCodes: []framework.Code{"mailbox_full"}, RunFunc: fail, ReconcileFunc: fail}); err != nil {
+		RejectionCodes: []wire.Code{"mailbox_full"}, RunFunc: fail, ReconcileFunc: fail}); err != nil {
 		t.Fatal(err)
 	}
 	if err := keys.PublishOperations(context.Background()); err != nil {
@@ -355,7 +356,7 @@ func TestResolveWithTheOperationsOwnCodes(t *testing.T) {
 		// The operation's own codes, and a generic one.
 		resolve("mail.send", "m1", "mailbox_full").want(t, exitOK)
 		resolve(payments.Operation, "p1", "card_declined").want(t, exitOK)
-		resolve("legacy.export", "x1", string(framework.CodeNotFound)).want(t, exitOK)
+		resolve("legacy.export", "x1", string(wire.CodeNotFound)).want(t, exitOK)
 		show := runCmd(t, env, "records", "show", "-json", "-tenant", "acme", "-operation", "mail.send", "-key", "m1").want(t, exitOK)
 		var rec recordJSON
 		if err := json.Unmarshal([]byte(show.stdout), &rec); err != nil || rec.Response == nil {

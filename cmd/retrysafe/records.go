@@ -13,6 +13,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // recordJSON is a record as -json prints it: the key's SHA-256, and the
@@ -221,7 +222,7 @@ func recordsResolve(c *cli, fs *flag.FlagSet) func(context.Context, []string) er
 		if err := checkID(id, args); err != nil {
 			return err
 		}
-		p.ID, p.Outcome, p.Code = *id, postkeys.Outcome(outcome), framework.Code(code)
+		p.ID, p.Outcome, p.Code = *id, postkeys.Outcome(outcome), wire.Code(code)
 		if p.Actor == "" {
 			p.Actor = c.actor()
 		}

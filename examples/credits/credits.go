@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -23,7 +24,7 @@ import (
 // CodeInsufficientFunds is this service's own business rejection: a debit
 // larger than the balance. It is registered on the engine, stored under
 // the key and replayed byte for byte; a new attempt needs a new key.
-const CodeInsufficientFunds framework.Code = "insufficient_funds"
+const CodeInsufficientFunds wire.Code = "insufficient_funds"
 
 // Command is the body of POST /v1/credits: a positive amount credits the
 // account, a negative one debits it.
@@ -35,9 +36,9 @@ type Command struct {
 var accountName = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
 
 // Check implements framework.Checker.
-func (c *Command) Check() []framework.FieldError {
+func (c *Command) Check() []wire.FieldError {
 	if !accountName.MatchString(c.Account) {
-		return []framework.FieldError{{Field: "account", Reason: "must match [a-z0-9_]{1,64}"}}
+		return []wire.FieldError{{Field: "account", Reason: "must match [a-z0-9_]{1,64}"}}
 	}
 	return nil
 }
@@ -72,7 +73,7 @@ type Credits struct {
 // POST /v1/credits as a local-mode operation: the balance update, the
 // entry row and the idempotency record commit in one transaction.
 func NewCredits(engine *framework.Engine, keys *postkeys.Adapter) (*Credits, error) {
-	if err := engine.RegisterCodes(framework.CodeInfo{
+	if err := engine.RegisterCodes(wire.CodeInfo{
 		Code: CodeInsufficientFunds, Status: http.StatusUnprocessableEntity, Title: "Insufficient funds",
 	}); err != nil {
 		return nil, err
@@ -81,7 +82,7 @@ func NewCredits(engine *framework.Engine, keys *postkeys.Adapter) (*Credits, err
 	ep, err := postkeys.Register(keys, postkeys.Operation[Command]{
 		Name:           "credits",
 		Mode:           postkeys.Local,
-		RejectionCodes: []framework.Code{CodeInsufficientFunds},
+		RejectionCodes: []wire.Code{CodeInsufficientFunds},
 		ExecuteFunc:    c.execute,
 	})
 	if err != nil {
@@ -154,7 +155,7 @@ func (c *Credits) account(g *gin.Context) {
 		return
 	}
 	if len(balances) == 0 {
-		c.engine.WriteProblem(g.Writer, g.Request, framework.Errorf(framework.CodeNotFound, "no such account"))
+		c.engine.WriteProblem(g.Writer, g.Request, framework.Errorf(wire.CodeNotFound, "no such account"))
 		return
 	}
 	body, _ := json.Marshal(map[string]any{"name": g.Param("name"), "balance": balances[0]})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
@@ -23,7 +24,7 @@ import (
 // CodeInvoiceNotIssued is this service's own code: an email of an invoice
 // whose issue is still being reconciled. It is retryable with the same
 // key, so it is answered (with Retry-After) but never stored.
-const CodeInvoiceNotIssued framework.Code = "invoice_not_issued"
+const CodeInvoiceNotIssued wire.Code = "invoice_not_issued"
 
 // The recovery points of both operations: the local row committed,
 // pending, with the downstream key of its billing call; then the billing
@@ -131,7 +132,7 @@ type Invoices struct {
 // answer with the stored response; a reconcile settles an attempt whose
 // answer was lost by looking the key up at the billing service.
 func NewInvoices(engine *framework.Engine, keys *postkeys.Adapter, billing *Billing) (*Invoices, error) {
-	if err := engine.RegisterCodes(framework.CodeInfo{
+	if err := engine.RegisterCodes(wire.CodeInfo{
 		Code: CodeInvoiceNotIssued, Status: http.StatusConflict, Title: "Invoice not issued yet", Retryable: true,
 	}); err != nil {
 		return nil, err
@@ -148,7 +149,7 @@ func NewInvoices(engine *framework.Engine, keys *postkeys.Adapter, billing *Bill
 		Name: "invoices.email", Mode: postkeys.Phased,
 		// Answered before any phase, so nothing is stored: the key stays
 		// usable.
-		Problems: []framework.Code{framework.CodeNotFound, CodeInvoiceNotIssued},
+		Problems: []wire.Code{wire.CodeNotFound, CodeInvoiceNotIssued},
 		RunFunc:  s.runEmail, ReconcileFunc: s.reconcileEmail,
 	}); err != nil {
 		return nil, err
@@ -315,7 +316,7 @@ func (s *Invoices) call(ctx context.Context, renewFor func(context.Context, time
 	defer cancel()
 	rec, err := s.billing.Do(callCtx, c)
 	if errors.Is(err, ErrBillingTimeout) || errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		return BillingRecord{}, &framework.Error{Code: framework.CodeOutcomePending, Err: err,
+		return BillingRecord{}, &framework.Error{Code: wire.CodeOutcomePending, Err: err,
 			Detail: "the billing service did not answer in time; retry with the same key"}
 	}
 	return rec, err
@@ -344,7 +345,7 @@ func load[T any](ctx context.Context, engine *framework.Engine, tenant, id strin
 		return nil, engine.DB().Classify(err)
 	}
 	if len(rows) == 0 {
-		return nil, framework.Errorf(framework.CodeNotFound, "%s does not exist", id)
+		return nil, framework.Errorf(wire.CodeNotFound, "%s does not exist", id)
 	}
 	return &rows[0], nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework/openapi"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // codesCmd is the command of the declarations below.
@@ -47,32 +48,32 @@ func TestRejectionCodesMustBeRegistered(t *testing.T) {
 	t.Parallel()
 	engine, keys := setupCodes(t)
 	if err := engine.RegisterCodes(
-		framework.CodeInfo{Code: "insufficient_funds", Status: http.StatusUnprocessableEntity, Title: "Insufficient funds"},
-		framework.CodeInfo{Code: "amount_over_limit", Status: http.StatusBadRequest, Title: "Amount over limit"},
-		framework.CodeInfo{Code: "ledger_busy", Status: http.StatusConflict, Title: "Ledger busy", Retryable: true},
-		framework.CodeInfo{Code: "ledger_down", Status: http.StatusBadGateway, Title: "Ledger down"},
+		wire.CodeInfo{Code: "insufficient_funds", Status: http.StatusUnprocessableEntity, Title: "Insufficient funds"},
+		wire.CodeInfo{Code: "amount_over_limit", Status: http.StatusBadRequest, Title: "Amount over limit"},
+		wire.CodeInfo{Code: "ledger_busy", Status: http.StatusConflict, Title: "Ledger busy", Retryable: true},
+		wire.CodeInfo{Code: "ledger_down", Status: http.StatusBadGateway, Title: "Ledger down"},
 	); err != nil {
 		t.Fatal(err)
 	}
 	exec := func(context.Context, *gorm.DB, postkeys.Request[codesCmd]) (postkeys.Response, error) {
 		return postkeys.Response{Status: http.StatusNoContent}, nil
 	}
-	declare := func(name string, codes ...framework.Code) error {
+	declare := func(name string, codes ...wire.Code) error {
 		_, err := postkeys.Register(keys, postkeys.Operation[codesCmd]{Name: name, RejectionCodes: codes, ExecuteFunc: exec})
 		return err
 	}
 	if err := declare("unregistered", "card_declined"); !errors.Is(err, framework.ErrCodeUnregistered) {
 		t.Fatalf("an unregistered code: %v, want ErrCodeUnregistered", err)
 	}
-	for _, c := range []framework.Code{"ledger_busy", "ledger_down", framework.CodeValidationFailed,
-		framework.CodeUnauthenticated, framework.CodeTooManyRequests, framework.CodeRequestInProgress,
-		framework.CodeOutcomePending, framework.CodeIdempotencyKeyReuse, framework.CodeUnavailable} {
+	for _, c := range []wire.Code{"ledger_busy", "ledger_down", wire.CodeValidationFailed,
+		wire.CodeUnauthenticated, wire.CodeTooManyRequests, wire.CodeRequestInProgress,
+		wire.CodeOutcomePending, wire.CodeIdempotencyKeyReuse, wire.CodeUnavailable} {
 		if err := declare("refused_"+string(c), c); err == nil {
 			t.Fatalf("%q was accepted as a stored rejection", c)
 		}
 	}
-	if err := declare("accepted", "insufficient_funds", "amount_over_limit", framework.CodeNotFound,
-		framework.CodeResourceLocked); err != nil {
+	if err := declare("accepted", "insufficient_funds", "amount_over_limit", wire.CodeNotFound,
+		wire.CodeResourceLocked); err != nil {
 		t.Fatalf("registered 4xx business codes: %v", err)
 	}
 }
@@ -84,8 +85,8 @@ func TestProblemsAreDescribed(t *testing.T) {
 	t.Parallel()
 	engine, keys := setupCodes(t)
 	if err := engine.RegisterCodes(
-		framework.CodeInfo{Code: "insufficient_funds", Status: http.StatusPaymentRequired, Title: "Insufficient funds"},
-		framework.CodeInfo{Code: "ledger_busy", Status: http.StatusServiceUnavailable, Title: "Ledger busy", Retryable: true},
+		wire.CodeInfo{Code: "insufficient_funds", Status: http.StatusPaymentRequired, Title: "Insufficient funds"},
+		wire.CodeInfo{Code: "ledger_busy", Status: http.StatusServiceUnavailable, Title: "Ledger busy", Retryable: true},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -93,12 +94,12 @@ func TestProblemsAreDescribed(t *testing.T) {
 		return postkeys.Response{Status: http.StatusNoContent}, nil
 	}
 	if _, err := postkeys.Register(keys, postkeys.Operation[codesCmd]{Name: "unregistered",
-		Problems: []framework.Code{"ledger_gone"}, ExecuteFunc: exec}); !errors.Is(err, framework.ErrCodeUnregistered) {
+		Problems: []wire.Code{"ledger_gone"}, ExecuteFunc: exec}); !errors.Is(err, framework.ErrCodeUnregistered) {
 		t.Fatalf("an unregistered problem code: %v, want ErrCodeUnregistered", err)
 	}
 	ep, err := postkeys.Register(keys, postkeys.Operation[codesCmd]{Name: "accounts.debit",
-		RejectionCodes: []framework.Code{"insufficient_funds"},
-		Problems:       []framework.Code{framework.CodeNotFound, "ledger_busy"}, ExecuteFunc: exec})
+		RejectionCodes: []wire.Code{"insufficient_funds"},
+		Problems:       []wire.Code{wire.CodeNotFound, "ledger_busy"}, ExecuteFunc: exec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Describe returns the description of the operation mounted at path (for
@@ -22,21 +23,21 @@ import (
 // [Operation.Problems].
 func (e *Endpoint[Cmd]) Describe(path string, status int, response any) framework.RouteDescription {
 	op := e.op
-	stored := []string{framework.HeaderIdempotencyKey, framework.HeaderIdempotentReplayed}
+	stored := []string{wire.HeaderIdempotencyKey, wire.HeaderIdempotentReplayed}
 	for _, h := range e.a.cfg.StoredHeaders {
 		if h != "Content-Type" {
 			stored = append(stored, h)
 		}
 	}
 	keyUse := framework.KeyRequired
-	problems := append(framework.WriteProblems(), framework.CodeIdempotencyKeyInvalid, framework.CodeIdempotencyKeyReuse)
+	problems := append(framework.WriteProblems(), wire.CodeIdempotencyKeyInvalid, wire.CodeIdempotencyKeyReuse)
 	if op.keyPolicy == KeyOptional {
 		keyUse = framework.KeyOptional
 	} else {
-		problems = append(problems, framework.CodeIdempotencyKeyMissing)
+		problems = append(problems, wire.CodeIdempotencyKeyMissing)
 	}
 	if op.mode == Phased {
-		problems = append(problems, framework.CodeOutcomePending)
+		problems = append(problems, wire.CodeOutcomePending)
 	}
 	problems = append(problems, slices.Sorted(maps.Keys(op.rejections))...)
 	problems = append(problems, op.problems...)
@@ -49,7 +50,7 @@ func (e *Endpoint[Cmd]) Describe(path string, status int, response any) framewor
 	if len(params) > 0 {
 		// Text a database cannot store is refused in a path
 		// ([server.StorableText]).
-		problems = append(problems, framework.CodeInvalidResourceID)
+		problems = append(problems, wire.CodeInvalidResourceID)
 	}
 	var body reflect.Type
 	if response != nil {
@@ -65,6 +66,6 @@ func (e *Endpoint[Cmd]) Describe(path string, status int, response any) framewor
 		Problems:     problems,
 		// The key is echoed on every answer once it was read, and stored
 		// rejections are replayed.
-		ProblemHeaders: []string{framework.HeaderIdempotencyKey, framework.HeaderIdempotentReplayed},
+		ProblemHeaders: []string{wire.HeaderIdempotencyKey, wire.HeaderIdempotentReplayed},
 	}
 }

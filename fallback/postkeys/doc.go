@@ -13,10 +13,10 @@
 // server.RequireAuth:
 //
 //	// Business rejection codes are registered on the engine first.
-//	err := engine.RegisterCodes(framework.CodeInfo{Code: "currency_mismatch", Status: 409, Title: "Currency mismatch"})
+//	err := engine.RegisterCodes(wire.CodeInfo{Code: "currency_mismatch", Status: 409, Title: "Currency mismatch"})
 //	ep, err := postkeys.Register(keys, postkeys.Operation[TransferCmd]{
 //		Name:           "transfers",
-//		RejectionCodes: []framework.Code{"currency_mismatch"}, // registered, final, 4xx
+//		RejectionCodes: []wire.Code{"currency_mismatch"}, // registered, final, 4xx
 //		ExecuteFunc: func(ctx context.Context, tx *gorm.DB, req postkeys.Request[TransferCmd]) (postkeys.Response, error) {
 //			// business writes on tx, then:
 //			return postkeys.JSON(http.StatusCreated, transfer, transfer.ID)

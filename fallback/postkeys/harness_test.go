@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -161,7 +162,7 @@ func (w *widgets) run(ctx context.Context, run *postkeys.Run[widgetCmd]) (postke
 
 // codeDeclined is the widgets' business rejection, registered on the
 // harness's engine.
-const codeDeclined framework.Code = "card_declined"
+const codeDeclined wire.Code = "card_declined"
 
 func (w *widgets) reconcile(ctx context.Context, run *postkeys.Run[widgetCmd]) (postkeys.Response, error) {
 	w.reconciles.Add(1)
@@ -275,12 +276,12 @@ func setupOn(t *testing.T, db *store.DB, tweak func(*postkeys.Config, *widgets))
 		t.Fatal(err)
 	}
 	t.Cleanup(keys.Stop)
-	if err := engine.RegisterCodes(framework.CodeInfo{Code: codeDeclined, Status: http.StatusPaymentRequired, Title: "Card declined"}); err != nil {
+	if err := engine.RegisterCodes(wire.CodeInfo{Code: codeDeclined, Status: http.StatusPaymentRequired, Title: "Card declined"}); err != nil {
 		t.Fatal(err)
 	}
 	wep, err := postkeys.Register(keys, postkeys.Operation[widgetCmd]{
 		Name: "widgets", Mode: postkeys.Phased, ClaimInFirstPhase: w.claimInFirstPhase,
-		RejectionCodes: []framework.Code{codeDeclined},
+		RejectionCodes: []wire.Code{codeDeclined},
 		RunFunc:        w.run, ReconcileFunc: w.reconcile, RenderFunc: w.render,
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Mode says how an operation's work relates to its idempotency record.
@@ -125,7 +126,7 @@ type Operation[Cmd any] struct {
 	// keys, authentication, 429) are refused. Local mode rolls back the
 	// business writes of a rejected request. Any other error is not stored.
 	// Defaults to none.
-	RejectionCodes []framework.Code
+	RejectionCodes []wire.Code
 	// Problems lists the other problem codes ExecuteFunc, RunFunc or
 	// ReconcileFunc may return, which are answered but not stored: a
 	// not_found for a path parameter that names no resource, a retryable
@@ -133,7 +134,7 @@ type Operation[Cmd any] struct {
 	// RejectionCodes and the codes the framework answers itself
 	// ([Endpoint.Describe]). Each must be registered on the engine.
 	// Defaults to none.
-	Problems []framework.Code
+	Problems []wire.Code
 	// ExecuteFunc runs a Local operation inside the claim's transaction tx;
 	// its writes commit together with the record. Required for Local.
 	ExecuteFunc func(ctx context.Context, tx *gorm.DB, req Request[Cmd]) (Response, error)
@@ -188,8 +189,8 @@ type operation struct {
 	keyPolicy  KeyPolicy
 	semantic   []string
 	volatile   []string
-	rejections map[framework.Code]bool
-	problems   []framework.Code
+	rejections map[wire.Code]bool
+	problems   []wire.Code
 	bind       func(body []byte) (any, error)
 	execute    func(ctx context.Context, tx *gorm.DB, at *attempt) (Response, error)
 	run        func(ctx context.Context, at *attempt) (Response, error)
@@ -204,9 +205,9 @@ type operation struct {
 // declared returns the codes op declares (its RejectionCodes, then its
 // Problems), as codes describes them. Register checked that each is
 // registered.
-func (op *operation) declared(codes *framework.Codes) []framework.CodeInfo {
-	var out []framework.CodeInfo
-	seen := map[framework.Code]bool{}
+func (op *operation) declared(codes *framework.Codes) []wire.CodeInfo {
+	var out []wire.CodeInfo
+	seen := map[wire.Code]bool{}
 	for _, code := range append(slices.Sorted(maps.Keys(op.rejections)), op.problems...) {
 		if info, ok := codes.Lookup(code); ok && !seen[code] {
 			seen[code] = true
@@ -265,7 +266,7 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 	default:
 		return nil, fmt.Errorf("postkeys: operation %q has an unknown mode", op.Name)
 	}
-	rejections := map[framework.Code]bool{}
+	rejections := map[wire.Code]bool{}
 	for _, code := range op.RejectionCodes {
 		if err := storableRejection(a.engine.Codes(), code); err != nil {
 			return nil, fmt.Errorf("postkeys: operation %q: %w", op.Name, err)
@@ -281,7 +282,7 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 	in := &operation{
 		name: op.Name, mode: op.Mode, keyPolicy: op.KeyPolicy,
 		semantic: append([]string(nil), op.SemanticHeaders...), volatile: append([]string(nil), op.Volatile...),
-		rejections: rejections, problems: append([]framework.Code(nil), op.Problems...), render: op.RenderFunc, claimInFirstPhase: op.ClaimInFirstPhase,
+		rejections: rejections, problems: append([]wire.Code(nil), op.Problems...), render: op.RenderFunc, claimInFirstPhase: op.ClaimInFirstPhase,
 		bind:    func(body []byte) (any, error) { return framework.Bind[Cmd](a.engine.Binder(), body) },
 		replays: framework.NewReplayCache[any](a.cfg.ReplayCache),
 	}
@@ -307,12 +308,12 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 // requestLevel reports whether code is a generic code that judges the
 // request rather than decides the operation: those are never stored under a
 // key (DESIGN §6).
-func requestLevel(code framework.Code) bool {
+func requestLevel(code wire.Code) bool {
 	switch code {
-	case framework.CodeMalformedJSON, framework.CodeValidationFailed, framework.CodeInvalidResourceID,
-		framework.CodeIdempotencyKeyMissing, framework.CodeIdempotencyKeyInvalid, framework.CodeIdempotencyKeyReuse,
-		framework.CodeUnauthenticated, framework.CodeMethodNotAllowed, framework.CodePayloadTooLarge,
-		framework.CodeUnsupportedMediaType, framework.CodePreconditionFailed:
+	case wire.CodeMalformedJSON, wire.CodeValidationFailed, wire.CodeInvalidResourceID,
+		wire.CodeIdempotencyKeyMissing, wire.CodeIdempotencyKeyInvalid, wire.CodeIdempotencyKeyReuse,
+		wire.CodeUnauthenticated, wire.CodeMethodNotAllowed, wire.CodePayloadTooLarge,
+		wire.CodeUnsupportedMediaType, wire.CodePreconditionFailed:
 		return true
 	}
 	return false
@@ -320,7 +321,7 @@ func requestLevel(code framework.Code) bool {
 
 // storableRejection reports whether code can be stored and replayed as a
 // business rejection: registered, 4xx, final, and not a request-level code.
-func storableRejection(codes *framework.Codes, code framework.Code) error {
+func storableRejection(codes *framework.Codes, code wire.Code) error {
 	info, ok := codes.Lookup(code)
 	switch {
 	case !ok:

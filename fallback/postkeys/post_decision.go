@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // postAction is what a request with a key does next, as decided by
@@ -84,13 +85,13 @@ func decidePost(s postState) postDecision {
 func refusePost(err error) postDecision { return postDecision{Action: postRefuse, Err: err} }
 
 func errKeyReuse() error {
-	return framework.Errorf(framework.CodeIdempotencyKeyReuse, "this idempotency key was used with a different request")
+	return framework.Errorf(wire.CodeIdempotencyKeyReuse, "this idempotency key was used with a different request")
 }
 
 func errInProgress() error {
-	return framework.Errorf(framework.CodeRequestInProgress, "a request with this idempotency key is being executed; retry shortly with the same key")
+	return framework.Errorf(wire.CodeRequestInProgress, "a request with this idempotency key is being executed; retry shortly with the same key")
 }
 
 func errOutcomePending() error {
-	return framework.Errorf(framework.CodeOutcomePending, "the outcome of an earlier attempt with this key is being reconciled; retry later with the same key")
+	return framework.Errorf(wire.CodeOutcomePending, "the outcome of an earlier attempt with this key is being reconciled; retry later with the same key")
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 const (
@@ -26,7 +27,7 @@ func TestDecidePost(t *testing.T) {
 	type want struct {
 		action postAction
 		pause  time.Duration
-		code   framework.Code
+		code   wire.Code
 	}
 	cases := []struct {
 		name string
@@ -39,15 +40,15 @@ func TestDecidePost(t *testing.T) {
 			want{action: postClaim}},
 		{"local, completed: replay", postState{Mode: Local, Found: true, Record: completed}, want{action: postReplay}},
 		{"local, completed for another request: 422", postState{Mode: Local, Found: true, Record: rec(StateCompleted, fpB)},
-			want{action: postRefuse, code: framework.CodeIdempotencyKeyReuse}},
+			want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
 		{"local, in progress: 409 without waiting", postState{Mode: Local, Found: true, Record: running, WaitLeft: time.Second},
-			want{action: postRefuse, code: framework.CodeRequestInProgress}},
+			want{action: postRefuse, code: wire.CodeRequestInProgress}},
 		{"local, in progress past its lease: 409, never a takeover", postState{Mode: Local, Found: true, Record: leaseEnded(running)},
-			want{action: postRefuse, code: framework.CodeRequestInProgress}},
+			want{action: postRefuse, code: wire.CodeRequestInProgress}},
 		{"local, unknown: 409 outcome_pending, never a reconcile", postState{Mode: Local, Found: true, Record: unknown},
-			want{action: postRefuse, code: framework.CodeOutcomePending}},
+			want{action: postRefuse, code: wire.CodeOutcomePending}},
 		{"local, in progress for another request: 422", postState{Mode: Local, Found: true, Record: rec(StateInProgress, fpB)},
-			want{action: postRefuse, code: framework.CodeIdempotencyKeyReuse}},
+			want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
 
 		{"phased, new key: claim", postState{Mode: Phased}, want{action: postClaim}},
 		{"phased, expired record: claim", postState{Mode: Phased, Found: true, Record: expired(completed)}, want{action: postClaim}},
@@ -55,25 +56,25 @@ func TestDecidePost(t *testing.T) {
 			want{action: postClaim}},
 		{"phased, completed: replay", postState{Mode: Phased, Found: true, Record: completed}, want{action: postReplay}},
 		{"phased, completed for another request: 422", postState{Mode: Phased, Found: true, Record: rec(StateCompleted, fpB)},
-			want{action: postRefuse, code: framework.CodeIdempotencyKeyReuse}},
+			want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
 		{"phased, unknown: take over and reconcile", postState{Mode: Phased, Found: true, Record: unknown}, want{action: postReconcile}},
 		{"phased, unknown for another request: 422", postState{Mode: Phased, Found: true, Record: rec(StateUnknown, fpB)},
-			want{action: postRefuse, code: framework.CodeIdempotencyKeyReuse}},
+			want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
 		{"phased, in progress past its lease: take over and resume", postState{Mode: Phased, Found: true, Record: leaseEnded(running)},
 			want{action: postResume}},
 		{"phased, past its lease for another request: 422, no takeover", postState{Mode: Phased, Found: true,
-			Record: leaseEnded(rec(StateInProgress, fpB))}, want{action: postRefuse, code: framework.CodeIdempotencyKeyReuse}},
+			Record: leaseEnded(rec(StateInProgress, fpB))}, want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
 		{"phased, live lease, time to wait: look again after the poll interval", postState{Mode: Phased, Found: true, Record: running,
 			WaitLeft: time.Second, PollInterval: poll}, want{action: postWait, pause: poll}},
 		{"phased, live lease, less left than a poll: wait what is left", postState{Mode: Phased, Found: true, Record: running,
 			WaitLeft: 10 * time.Millisecond, PollInterval: poll}, want{action: postWait, pause: 10 * time.Millisecond}},
 		{"phased, live lease, the wait is over: 409", postState{Mode: Phased, Found: true, Record: running, PollInterval: poll},
-			want{action: postRefuse, code: framework.CodeRequestInProgress}},
+			want{action: postRefuse, code: wire.CodeRequestInProgress}},
 		{"phased, live lease, no wait configured: 409 at once", postState{Mode: Phased, Found: true, Record: running,
-			WaitLeft: -time.Millisecond, PollInterval: poll}, want{action: postRefuse, code: framework.CodeRequestInProgress}},
+			WaitLeft: -time.Millisecond, PollInterval: poll}, want{action: postRefuse, code: wire.CodeRequestInProgress}},
 		{"phased, live lease for another request: 422 without waiting", postState{Mode: Phased, Found: true,
 			Record: rec(StateInProgress, fpB), WaitLeft: time.Second, PollInterval: poll},
-			want{action: postRefuse, code: framework.CodeIdempotencyKeyReuse}},
+			want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,7 +164,7 @@ func postInvariant(in postState, d postDecision) error {
 	default:
 		return fmt.Errorf("unknown action")
 	}
-	if !own && live && (d.Action != postRefuse || framework.ErrorFor(d.Err).Code != framework.CodeIdempotencyKeyReuse) {
+	if !own && live && (d.Action != postRefuse || framework.ErrorFor(d.Err).Code != wire.CodeIdempotencyKeyReuse) {
 		return fmt.Errorf("another request's live record is not a 422")
 	}
 	return nil

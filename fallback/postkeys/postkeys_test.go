@@ -15,6 +15,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/internal/testdb"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 func TestPhasedCreateReplayAndKeyReuse(t *testing.T) {
@@ -449,8 +450,8 @@ func TestRegisterRejectsBadOperations(t *testing.T) {
 		"duplicate":      {Name: "widgets", RunFunc: noop, ReconcileFunc: noop, Mode: postkeys.Phased},
 		"local no exec":  {Name: "x1"},
 		"phased no hook": {Name: "x2", Mode: postkeys.Phased, RunFunc: noop},
-		"bad rejection":  {Name: "x3", Mode: postkeys.Phased, RunFunc: noop, ReconcileFunc: noop, RejectionCodes: []framework.Code{framework.CodeValidationFailed}},
-		"server error":   {Name: "x4", Mode: postkeys.Phased, RunFunc: noop, ReconcileFunc: noop, RejectionCodes: []framework.Code{framework.CodeUnavailable}},
+		"bad rejection":  {Name: "x3", Mode: postkeys.Phased, RunFunc: noop, ReconcileFunc: noop, RejectionCodes: []wire.Code{wire.CodeValidationFailed}},
+		"server error":   {Name: "x4", Mode: postkeys.Phased, RunFunc: noop, ReconcileFunc: noop, RejectionCodes: []wire.Code{wire.CodeUnavailable}},
 	} {
 		if _, err := postkeys.Register(h.keys, op); err == nil {
 			t.Errorf("%s: Register accepted it", name)

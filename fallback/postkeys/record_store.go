@@ -12,6 +12,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // State is the state of an idempotency record.
@@ -259,7 +260,7 @@ type RecordStore interface {
 // it.
 type OperationCodes struct {
 	Operation string
-	Codes     []framework.CodeInfo
+	Codes     []wire.CodeInfo
 	// PublishedAt is when a service last published it, on the database
 	// clock (set when read).
 	PublishedAt time.Time
@@ -408,10 +409,10 @@ func (s recordStore) Audit(ctx context.Context, db *gorm.DB, p AuditParams) erro
 
 // codeJSON is a code as idempotency_operations stores it.
 type codeJSON struct {
-	Code      framework.Code `json:"code"`
-	Status    int            `json:"status"`
-	Title     string         `json:"title"`
-	Retryable bool           `json:"retryable"`
+	Code      wire.Code `json:"code"`
+	Status    int       `json:"status"`
+	Title     string    `json:"title"`
+	Retryable bool      `json:"retryable"`
 }
 
 func (s recordStore) PutOperation(ctx context.Context, db *gorm.DB, p OperationCodes) error {
@@ -435,9 +436,9 @@ func (s recordStore) GetOperation(ctx context.Context, db *gorm.DB, operation st
 	if err := json.Unmarshal([]byte(row.Codes), &codes); err != nil {
 		return OperationCodes{}, false, fmt.Errorf("postkeys: the codes published for operation %q: %w", operation, err)
 	}
-	out := OperationCodes{Operation: row.Operation, Codes: make([]framework.CodeInfo, len(codes)), PublishedAt: row.UpdatedAt}
+	out := OperationCodes{Operation: row.Operation, Codes: make([]wire.CodeInfo, len(codes)), PublishedAt: row.UpdatedAt}
 	for i, c := range codes {
-		out.Codes[i] = framework.CodeInfo(c)
+		out.Codes[i] = wire.CodeInfo(c)
 	}
 	return out, true, nil
 }

@@ -55,7 +55,7 @@ type ResolveParams struct {
 	// Codes (a generic code, or one of the application's business codes),
 	// final (not retryable, 4xx or 5xx) and not a code that judges a
 	// request rather than an operation. Required for OutcomeFailed.
-	Code framework.Code
+	Code wire.Code
 	// Detail is the problem's detail. Defaults to none.
 	Detail string
 	// Codes is the registry Code is looked up in and rendered with: the

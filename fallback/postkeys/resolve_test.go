@@ -14,6 +14,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/internal/testdb"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // pausingWorker is a RecordStore whose ListUnfinished, once pauseNext was
@@ -108,7 +109,7 @@ func (rh *resolveHarness) resolve(key string, p postkeys.ResolveParams) (postkey
 	}
 	if p.Codes == nil {
 		p.Codes = framework.NewCodes()
-		if err := p.Codes.Register(framework.CodeInfo{Code: codeDeclined, Status: http.StatusPaymentRequired, Title: "Card declined"}); err != nil {
+		if err := p.Codes.Register(wire.CodeInfo{Code: codeDeclined, Status: http.StatusPaymentRequired, Title: "Card declined"}); err != nil {
 			rh.t.Fatal(err)
 		}
 	}
@@ -157,7 +158,7 @@ func TestResolveUnknownReplaysTheOperatorsAnswer(t *testing.T) {
 
 		rh.unknown("k2")
 		// A code that is not a final answer, or not registered: refused, nothing written.
-		for _, code := range []framework.Code{"no_such_code", framework.CodeValidationFailed, framework.CodeOutcomePending, framework.CodeInternal} {
+		for _, code := range []wire.Code{"no_such_code", wire.CodeValidationFailed, wire.CodeOutcomePending, wire.CodeInternal} {
 			if _, err := rh.resolve("k2", postkeys.ResolveParams{Outcome: postkeys.OutcomeFailed, Code: code}); !errors.Is(err, postkeys.ErrInvalidResolution) {
 				t.Fatalf("Resolve with %s = %v", code, err)
 			}
@@ -230,18 +231,18 @@ func TestResolveTakesTheOperationsOwnCodes(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		rh := setupResolve(t, dsn)
-		quota := framework.CodeInfo{Code: "quota_exceeded", Status: http.StatusConflict, Title: "Quota exceeded"}
+		quota := wire.CodeInfo{Code: "quota_exceeded", Status: http.StatusConflict, Title: "Quota exceeded"}
 		if err := rh.engine.RegisterCodes(quota); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := postkeys.Register(rh.keys, postkeys.Operation[counterCmd]{Name: "quotas", RejectionCodes: []framework.Code{quota.Code},
+		if _, err := postkeys.Register(rh.keys, postkeys.Operation[counterCmd]{Name: "quotas", RejectionCodes: []wire.Code{quota.Code},
 			ExecuteFunc: func(context.Context, *gorm.DB, postkeys.Request[counterCmd]) (postkeys.Response, error) {
 				return postkeys.Response{}, errors.New("not in this test")
 			}}); err != nil {
 			t.Fatal(err)
 		}
 		rh.unknown("k1")
-		failed := func(code framework.Code) postkeys.ResolveParams {
+		failed := func(code wire.Code) postkeys.ResolveParams {
 			return postkeys.ResolveParams{ID: postkeys.RecordID{Tenant: "a", Operation: "widgets", Key: "k1"},
 				Outcome: postkeys.OutcomeFailed, Code: code, Actor: "alice", Reason: "INC-3"}
 		}
@@ -277,7 +278,7 @@ func TestResolveTakesTheOperationsOwnCodes(t *testing.T) {
 		if _, ok := codes.Lookup(quota.Code); ok {
 			t.Fatal("widgets' published codes hold quotas' code")
 		}
-		if _, ok := codes.Lookup(framework.CodeNotFound); !ok {
+		if _, ok := codes.Lookup(wire.CodeNotFound); !ok {
 			t.Fatal("the generic codes are missing")
 		}
 		if codes, published, err := postkeys.PublishedCodes(context.Background(), rh.db, rh.records, "nobody"); err != nil || published ||

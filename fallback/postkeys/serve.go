@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -46,14 +47,14 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 	}
 	key, present, err := framework.IdempotencyKey(c.Request.Header)
 	if err == nil && !present && op.keyPolicy == KeyRequired {
-		err = framework.Errorf(framework.CodeIdempotencyKeyMissing, "this operation requires an Idempotency-Key header")
+		err = framework.Errorf(wire.CodeIdempotencyKeyMissing, "this operation requires an Idempotency-Key header")
 	}
 	if err != nil {
 		a.fail(c, op, err)
 		return
 	}
 	if present {
-		c.Writer.Header().Set(framework.HeaderIdempotencyKey, key)
+		c.Writer.Header().Set(wire.HeaderIdempotencyKey, key)
 	}
 	body, err := a.engine.Binder().ReadBody(c.Request)
 	if err != nil {
@@ -658,8 +659,8 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 		// stays in progress until its lease ends, and a retry or the
 		// recovery worker settles it; the answer is 503 and cause says why.
 		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(cause)))
-		if framework.ErrorFor(cause).Code != framework.CodeUnavailable {
-			cause = &framework.Error{Code: framework.CodeUnavailable,
+		if framework.ErrorFor(cause).Code != wire.CodeUnavailable {
+			cause = &framework.Error{Code: wire.CodeUnavailable,
 				Detail: "the deadline passed before the outcome was recorded; retry with the same key", Err: cause}
 		}
 		return outcome{}, cause
@@ -693,7 +694,7 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 		return a.afterFenced(ctx, at.op, at)
 	}
 	a.logTransition(ctx, at, "unknown", StateUnknown, 0, false, slog.String("error", store.RedactError(cause)))
-	return outcome{}, &framework.Error{Code: framework.CodeOutcomePending,
+	return outcome{}, &framework.Error{Code: wire.CodeOutcomePending,
 		Detail: "the outcome of this request is not known yet and is being reconciled; retry later with the same key", Err: cause}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -77,7 +78,7 @@ type Resource[Cmd, Model any] struct {
 	// be registered on the engine ([framework.Engine.RegisterCodes])
 	// before New, which fails with [framework.ErrCodeUnregistered]
 	// otherwise. Defaults to none.
-	Problems []framework.Code
+	Problems []wire.Code
 	// OnCreateFunc, when set, runs inside the insert's transaction, only
 	// when the insert happened: outbox events and audit rows written on tx
 	// commit or roll back with the resource. On PostgreSQL the insert may
@@ -330,7 +331,7 @@ type put[Model any] struct {
 
 func (c *Collection[Cmd, Model]) prepare(req *PutRequest[Cmd]) (put[Model], error) {
 	if req.ID == uuid.Nil {
-		return put[Model]{}, framework.Errorf(framework.CodeInvalidResourceID, "the resource ID must be a non-nil UUID")
+		return put[Model]{}, framework.Errorf(wire.CodeInvalidResourceID, "the resource ID must be a non-nil UUID")
 	}
 	fp, err := framework.ComputeFingerprint(framework.FingerprintInput{
 		Tenant: req.Tenant, Operation: c.res.Name,
@@ -531,7 +532,7 @@ func (c *Collection[Cmd, Model]) putTx(ctx context.Context, tx *gorm.DB, p *put[
 			return c.reply(ctx, tx, p, d, cur)
 		}
 	}
-	return Result{}, framework.Errorf(framework.CodeRequestInProgress, "the resource changed concurrently; retry")
+	return Result{}, framework.Errorf(wire.CodeRequestInProgress, "the resource changed concurrently; retry")
 }
 
 func (c *Collection[Cmd, Model]) childTables() []ChildTable {
@@ -663,7 +664,7 @@ func (c *Collection[Cmd, Model]) replace(ctx context.Context, tx *gorm.DB, p *pu
 		return Result{}, uniqueProblem(err)
 	}
 	if !ok {
-		return Result{}, framework.Errorf(framework.CodeRequestInProgress, "the resource changed concurrently")
+		return Result{}, framework.Errorf(wire.CodeRequestInProgress, "the resource changed concurrently")
 	}
 	for _, ch := range c.children {
 		if err := c.rows.DeleteChildren(ctx, tx, ChildRowsParams{ChildTable: ch.table, Tenant: sys.TenantID, ParentID: sys.ID}); err != nil {
@@ -704,7 +705,7 @@ func (c *Collection[Cmd, Model]) reply(ctx context.Context, db *gorm.DB, p *put[
 			// replaced, purged and created again): decide again on what was
 			// read, and let the client retry when the answer would differ.
 			if !found || c.decide(p, true, cur, false, false) != d {
-				return Result{}, framework.Errorf(framework.CodeRequestInProgress, "the resource changed concurrently; retry")
+				return Result{}, framework.Errorf(wire.CodeRequestInProgress, "the resource changed concurrently; retry")
 			}
 		}
 	default:
@@ -769,11 +770,11 @@ func (c *Collection[Cmd, Model]) preloads() []Preload {
 func uniqueProblem(err error) error {
 	switch {
 	case errors.Is(err, ErrUniqueViolation):
-		return &framework.Error{Code: framework.CodeValidationFailed, Detail: "another resource already holds a value that must be unique",
-			Fields: []framework.FieldError{{Field: "", Reason: "unique"}}, Err: err}
+		return &framework.Error{Code: wire.CodeValidationFailed, Detail: "another resource already holds a value that must be unique",
+			Fields: []wire.FieldError{{Field: "", Reason: "unique"}}, Err: err}
 	case errors.Is(err, ErrUnstorableText):
-		return &framework.Error{Code: framework.CodeValidationFailed, Detail: "a text value holds a character that cannot be stored",
-			Fields: []framework.FieldError{{Field: "", Reason: "no NUL characters"}}, Err: err}
+		return &framework.Error{Code: wire.CodeValidationFailed, Detail: "a text value holds a character that cannot be stored",
+			Fields: []wire.FieldError{{Field: "", Reason: "no NUL characters"}}, Err: err}
 	}
 	return err
 }

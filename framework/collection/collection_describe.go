@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Describe returns the descriptions of the routes [Collection.Mount]
@@ -30,19 +31,19 @@ func (c *Collection[Cmd, Model]) Describe() []framework.RouteDescription {
 		Responses: []framework.ResponseDescription{
 			{Status: http.StatusCreated, Description: "Created, or a replay of the creation", Body: rep, Headers: framework.ReplayResponseHeaders()},
 			{Status: http.StatusOK, Description: "Replaced, a replay of a replace, or the same request after the replay window", Body: rep,
-				Headers: []string{framework.HeaderIdempotentReplayed, "ETag"}},
+				Headers: []string{wire.HeaderIdempotentReplayed, "ETag"}},
 		},
-		Problems: append(framework.WriteProblems(), framework.CodeInvalidResourceID, framework.CodePreconditionFailed, framework.CodeResourceDeleted),
+		Problems: append(framework.WriteProblems(), wire.CodeInvalidResourceID, wire.CodePreconditionFailed, wire.CodeResourceDeleted),
 	}
 	if c.res.Mode == CreateOnly {
 		put.Summary = "Create a " + name + " resource"
-		put.Problems = append(put.Problems, framework.CodeIdempotencyKeyReuse)
+		put.Problems = append(put.Problems, wire.CodeIdempotencyKeyReuse)
 	} else {
 		put.Description += " A different body replaces the resource (200, version + 1). With If-Match, a stale ETag is " +
 			"412 unless the body is already the current state (the retry of a replace whose answer was lost): 200, nothing written."
 	}
 	if c.res.ReplaceGuardFunc != nil {
-		put.Problems = append(put.Problems, framework.CodeResourceLocked)
+		put.Problems = append(put.Problems, wire.CodeResourceLocked)
 	}
 	put.Problems = append(put.Problems, c.res.Problems...)
 
@@ -64,7 +65,7 @@ func (c *Collection[Cmd, Model]) Describe() []framework.RouteDescription {
 			"With If-Match, only while the ETag is current (else 412).",
 		PathParams: []framework.ParamDescription{id}, Authenticated: true, IfMatch: true,
 		Responses: []framework.ResponseDescription{{Status: http.StatusNoContent, Description: "Deleted"}},
-		Problems:  append(framework.ReadProblems(), framework.CodeInvalidResourceID, framework.CodePreconditionFailed),
+		Problems:  append(framework.ReadProblems(), wire.CodeInvalidResourceID, wire.CodePreconditionFailed),
 	}
 
 	page := reflect.StructOf([]reflect.StructField{
@@ -82,7 +83,7 @@ func (c *Collection[Cmd, Model]) Describe() []framework.RouteDescription {
 		Authenticated: true,
 		Responses:     []framework.ResponseDescription{{Status: http.StatusOK, Description: "A page", Body: page}},
 		// 409 request_in_progress: the page kept changing while it was read.
-		Problems: []framework.Code{framework.CodeValidationFailed, framework.CodeUnauthenticated, framework.CodeRequestInProgress, framework.CodeUnavailable, framework.CodeInternal},
+		Problems: []wire.Code{wire.CodeValidationFailed, wire.CodeUnauthenticated, wire.CodeRequestInProgress, wire.CodeUnavailable, wire.CodeInternal},
 	}
 	for _, f := range c.res.Filters {
 		list.Query = append(list.Query, framework.ParamDescription{Name: f, Description: "Only resources whose " + f + " equals this value."})
@@ -114,12 +115,12 @@ func (c *Collection[Cmd, Model]) describePatch(id framework.ParamDescription) fr
 		PathParams: []framework.ParamDescription{id}, Request: reflect.TypeFor[Cmd](), Patch: true, IfMatch: true, IfNoneMatch: true,
 		Authenticated: true,
 		Responses: []framework.ResponseDescription{{Status: http.StatusOK, Description: "Patched, or already in the patched state",
-			Body: c.representation(), Headers: []string{framework.HeaderIdempotentReplayed, "ETag"}}},
-		Problems: append(framework.WriteProblems(), framework.CodeInvalidResourceID, framework.CodeNotFound, framework.CodePreconditionFailed,
-			framework.CodePreconditionRequired, framework.CodeResourceDeleted),
+			Body: c.representation(), Headers: []string{wire.HeaderIdempotentReplayed, "ETag"}}},
+		Problems: append(framework.WriteProblems(), wire.CodeInvalidResourceID, wire.CodeNotFound, wire.CodePreconditionFailed,
+			wire.CodePreconditionRequired, wire.CodeResourceDeleted),
 	}
 	if c.res.ReplaceGuardFunc != nil {
-		d.Problems = append(d.Problems, framework.CodeResourceLocked)
+		d.Problems = append(d.Problems, wire.CodeResourceLocked)
 	}
 	d.Problems = append(d.Problems, c.res.Problems...)
 	return d
@@ -129,7 +130,7 @@ func (c *Collection[Cmd, Model]) describePatch(id framework.ParamDescription) fr
 // [Collection.MountLegacyPOST] registers with cfg.
 func (c *Collection[Cmd, Model]) DescribeLegacyPOST(cfg LegacyConfig) framework.RouteDescription {
 	name := c.res.Name
-	extra := []string{framework.HeaderIdempotencyKey, "Deprecation", "Link"}
+	extra := []string{wire.HeaderIdempotencyKey, "Deprecation", "Link"}
 	if !cfg.Sunset.IsZero() {
 		extra = append(extra, "Sunset")
 	}
@@ -142,8 +143,8 @@ func (c *Collection[Cmd, Model]) DescribeLegacyPOST(cfg LegacyConfig) framework.
 		ReplayWindow: c.engine.Retention().ReplayWindow,
 		Responses: []framework.ResponseDescription{{Status: http.StatusCreated, Description: "Created, or a replay of the creation",
 			Body: c.representation(), Headers: framework.ReplayResponseHeaders(extra...)}},
-		Problems: slices.Concat(framework.WriteProblems(), []framework.Code{framework.CodeIdempotencyKeyMissing,
-			framework.CodeIdempotencyKeyInvalid, framework.CodeIdempotencyKeyReuse, framework.CodeResourceDeleted}, c.res.Problems),
+		Problems: slices.Concat(framework.WriteProblems(), []wire.Code{wire.CodeIdempotencyKeyMissing,
+			wire.CodeIdempotencyKeyInvalid, wire.CodeIdempotencyKeyReuse, wire.CodeResourceDeleted}, c.res.Problems),
 		ProblemHeaders: extra[1:],
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/retrysafe/retrysafe/framework"
 
@@ -52,7 +53,7 @@ func (c *Collection[Cmd, Model]) Mount(g gin.IRouter) {
 func ResourceID(c *gin.Context) (uuid.UUID, error) {
 	id, err := uuid.Parse(c.Param("id"))
 	if err != nil || id == uuid.Nil {
-		return uuid.Nil, framework.Errorf(framework.CodeInvalidResourceID, "the resource ID must be a non-nil UUID")
+		return uuid.Nil, framework.Errorf(wire.CodeInvalidResourceID, "the resource ID must be a non-nil UUID")
 	}
 	return id, nil
 }
@@ -128,8 +129,8 @@ func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, sta
 		return
 	}
 	if containsNUL(body) {
-		c.fail(g, pattern, &framework.Error{Code: framework.CodeValidationFailed, Detail: "a text value holds a NUL character, which cannot be stored",
-			Fields: []framework.FieldError{{Field: "", Reason: "no NUL characters"}}})
+		c.fail(g, pattern, &framework.Error{Code: wire.CodeValidationFailed, Detail: "a text value holds a NUL character, which cannot be stored",
+			Fields: []wire.FieldError{{Field: "", Reason: "no NUL characters"}}})
 		return
 	}
 	res, err := c.Put(g.Request.Context(), req)

@@ -69,7 +69,7 @@ func parsePatchFormat(contentType string) (patchFormat, error) {
 	case mt == ContentTypeJSONPatch:
 		return jsonPatch, nil
 	}
-	return 0, framework.Errorf(framework.CodeUnsupportedMediaType, "a PATCH body must be %s (or application/json) or %s, not %q",
+	return 0, framework.Errorf(wire.CodeUnsupportedMediaType, "a PATCH body must be %s (or application/json) or %s, not %q",
 		ContentTypeMergePatch, ContentTypeJSONPatch, contentType)
 }
 
@@ -145,17 +145,17 @@ func (c *Collection[Cmd, Model]) PatchTx(ctx context.Context, tx *gorm.DB, req P
 // of a request body.
 func (c *Collection[Cmd, Model]) checkPatch(req *PatchRequest) (patchFormat, error) {
 	if c.res.Mode != CreateOrReplace {
-		return 0, framework.Errorf(framework.CodeMethodNotAllowed, "%s resources are immutable", c.res.Singular)
+		return 0, framework.Errorf(wire.CodeMethodNotAllowed, "%s resources are immutable", c.res.Singular)
 	}
 	if req.ID == uuid.Nil {
-		return 0, framework.Errorf(framework.CodeInvalidResourceID, "the resource ID must be a non-nil UUID")
+		return 0, framework.Errorf(wire.CodeInvalidResourceID, "the resource ID must be a non-nil UUID")
 	}
 	format, err := parsePatchFormat(req.ContentType)
 	if err != nil {
 		return 0, err
 	}
 	if format == jsonPatch && !namesVersion(req.Header.Get("If-Match")) {
-		return 0, framework.Errorf(framework.CodePreconditionRequired,
+		return 0, framework.Errorf(wire.CodePreconditionRequired,
 			"a JSON Patch does not converge when it is retried: send it with If-Match naming the version it applies to (If-Match: * names none)")
 	}
 	if err := c.engine.Binder().CheckJSON(req.Patch); err != nil {
@@ -256,13 +256,13 @@ func applyPatch(format patchFormat, doc, patch []byte, maxBytes int64) ([]byte, 
 	if format == mergePatch {
 		out, err := jsonpatch.MergePatch(doc, patch)
 		if err != nil {
-			return nil, &framework.Error{Code: framework.CodeMalformedJSON, Detail: "the merge patch cannot be read", Err: err}
+			return nil, &framework.Error{Code: wire.CodeMalformedJSON, Detail: "the merge patch cannot be read", Err: err}
 		}
 		return out, nil
 	}
 	ops, err := jsonpatch.DecodePatch(patch)
 	if err != nil {
-		return nil, &framework.Error{Code: framework.CodeMalformedJSON, Detail: "the body is not a JSON Patch (a list of operations)", Err: err}
+		return nil, &framework.Error{Code: wire.CodeMalformedJSON, Detail: "the body is not a JSON Patch (a list of operations)", Err: err}
 	}
 	opts := jsonpatch.NewApplyOptions()
 	opts.AccumulatedCopySizeLimit = maxBytes
@@ -305,8 +305,8 @@ func applyPatch(format patchFormat, doc, patch []byte, maxBytes int64) ([]byte, 
 // patchFailed is the validation_failed answer to a JSON Patch that cannot
 // be applied to the resource.
 func patchFailed(reason string, err error) error {
-	return &framework.Error{Code: framework.CodeValidationFailed, Detail: "the JSON Patch cannot be applied to the resource",
-		Fields: []framework.FieldError{{Field: "", Reason: reason}}, Err: err}
+	return &framework.Error{Code: wire.CodeValidationFailed, Detail: "the JSON Patch cannot be applied to the resource",
+		Fields: []wire.FieldError{{Field: "", Reason: reason}}, Err: err}
 }
 
 // indexLike reports whether tok is a token strconv.Atoi takes that RFC 6901

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // TestJSONPatchArrayIndexes: RFC 6901 spells an array index as 0 or a
@@ -31,7 +32,7 @@ func TestJSONPatchArrayIndexes(t *testing.T) {
 		`[{"op":"add","path":"/items/-","value":{"sku":"c"}},{"op":"remove","path":"/items/02"}]`,
 	} {
 		out, err := applyPatch(jsonPatch, doc, []byte(patch), 1<<20)
-		if e, ok := framework.AsError(err); !ok || e.Code != framework.CodeValidationFailed {
+		if e, ok := framework.AsError(err); !ok || e.Code != wire.CodeValidationFailed {
 			t.Fatalf("%s: %s, %v; want validation_failed", patch, out, err)
 		}
 	}

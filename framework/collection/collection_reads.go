@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/retrysafe/retrysafe/framework"
 
@@ -70,7 +71,7 @@ func (c *Collection[Cmd, Model]) get(ctx context.Context, db *gorm.DB, tenant st
 		return Result{}, c.engine.DB().Classify(err)
 	}
 	if !found {
-		return Result{}, framework.Errorf(framework.CodeNotFound, "no such %s", c.res.Singular)
+		return Result{}, framework.Errorf(wire.CodeNotFound, "no such %s", c.res.Singular)
 	}
 	return c.current(m)
 }
@@ -118,29 +119,29 @@ func (c *Collection[Cmd, Model]) List(ctx context.Context, req ListRequest) (Pag
 // list is List on db: the primary's handle or the replica's.
 func (c *Collection[Cmd, Model]) list(ctx context.Context, db *gorm.DB, req ListRequest) (Page, error) {
 	if req.Limit < 1 || req.Limit > MaxPageSize {
-		return Page{}, &framework.Error{Code: framework.CodeValidationFailed, Detail: "limit must be an integer from 1 to " + strconv.Itoa(MaxPageSize),
-			Fields: []framework.FieldError{{Field: "limit", Reason: "min=1,max=" + strconv.Itoa(MaxPageSize)}}}
+		return Page{}, &framework.Error{Code: wire.CodeValidationFailed, Detail: "limit must be an integer from 1 to " + strconv.Itoa(MaxPageSize),
+			Fields: []wire.FieldError{{Field: "limit", Reason: "min=1,max=" + strconv.Itoa(MaxPageSize)}}}
 	}
 	p := ListRowsParams{Table: c.res.Table, Tenant: req.Tenant, Limit: req.Limit + 1, Preload: c.preloads()}
 	for _, col := range c.res.Filters {
 		if v, ok := req.Filters[col]; ok {
 			if !server.Storable(v) {
 				// No row can hold it; PostgreSQL would refuse the query.
-				return Page{}, &framework.Error{Code: framework.CodeValidationFailed, Detail: "a filter value is not valid text",
-					Fields: []framework.FieldError{{Field: col, Reason: "must be valid UTF-8 without NUL characters"}}}
+				return Page{}, &framework.Error{Code: wire.CodeValidationFailed, Detail: "a filter value is not valid text",
+					Fields: []wire.FieldError{{Field: col, Reason: "must be valid UTF-8 without NUL characters"}}}
 			}
 			p.Filters = append(p.Filters, ColumnFilter{Column: col, Value: v})
 		}
 	}
 	if len(p.Filters) != len(req.Filters) {
-		return Page{}, &framework.Error{Code: framework.CodeValidationFailed, Detail: "the list cannot be filtered on that field",
-			Fields: []framework.FieldError{{Field: "filter", Reason: "one of " + strings.Join(c.res.Filters, ",")}}}
+		return Page{}, &framework.Error{Code: wire.CodeValidationFailed, Detail: "the list cannot be filtered on that field",
+			Fields: []wire.FieldError{{Field: "filter", Reason: "one of " + strings.Join(c.res.Filters, ",")}}}
 	}
 	if req.Cursor != "" {
 		pos, ok := decodeCursor(req.Cursor)
 		if !ok {
-			return Page{}, &framework.Error{Code: framework.CodeValidationFailed, Detail: "the cursor is not valid",
-				Fields: []framework.FieldError{{Field: "cursor", Reason: "invalid"}}}
+			return Page{}, &framework.Error{Code: wire.CodeValidationFailed, Detail: "the cursor is not valid",
+				Fields: []wire.FieldError{{Field: "cursor", Reason: "invalid"}}}
 		}
 		p.After = &pos
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -41,11 +42,11 @@ func (c *Collection[Cmd, Model]) DeleteTx(ctx context.Context, tx *gorm.DB, req 
 			return err
 		}
 		if !found {
-			return framework.Errorf(framework.CodeNotFound, "no such %s", c.res.Singular)
+			return framework.Errorf(wire.CodeNotFound, "no such %s", c.res.Singular)
 		}
 		sys := any(cur).(Row).SystemColumns()
 		if !etagMatches(req.IfMatch, sys.ETag()) {
-			return framework.Errorf(framework.CodePreconditionFailed, "If-Match does not match the current ETag %s", sys.ETag())
+			return framework.Errorf(wire.CodePreconditionFailed, "If-Match does not match the current ETag %s", sys.ETag())
 		}
 		p.Version = sys.Version
 	}
@@ -54,7 +55,7 @@ func (c *Collection[Cmd, Model]) DeleteTx(ctx context.Context, tx *gorm.DB, req 
 		return err
 	}
 	if !ok {
-		return framework.Errorf(framework.CodeNotFound, "no such %s", c.res.Singular)
+		return framework.Errorf(wire.CodeNotFound, "no such %s", c.res.Singular)
 	}
 	c.engine.Logger().LogAttrs(ctx, slog.LevelInfo, "resource deleted",
 		slog.String("tenant", req.Tenant), slog.String("resource", c.res.Name), slog.String("id", req.ID.String()))
@@ -85,7 +86,7 @@ func (c *Collection[Cmd, Model]) SetStatusTx(ctx context.Context, tx *gorm.DB, t
 		return Result{}, err
 	}
 	if !found {
-		return Result{}, framework.Errorf(framework.CodeNotFound, "no such %s", c.res.Singular)
+		return Result{}, framework.Errorf(wire.CodeNotFound, "no such %s", c.res.Singular)
 	}
 	sys := any(m).(Row).SystemColumns()
 	sys.normalize()
@@ -100,7 +101,7 @@ func (c *Collection[Cmd, Model]) SetStatusTx(ctx context.Context, tx *gorm.DB, t
 			return Result{}, err
 		}
 		if !ok {
-			return Result{}, framework.Errorf(framework.CodeRequestInProgress, "the resource changed concurrently")
+			return Result{}, framework.Errorf(wire.CodeRequestInProgress, "the resource changed concurrently")
 		}
 		res, err := c.current(m)
 		if err != nil || c.res.OnStatusFunc == nil {

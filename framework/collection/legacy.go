@@ -75,7 +75,7 @@ func (c *Collection[Cmd, Model]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig
 		c.engine.Metrics().LegacyRequests.WithLabelValues(tenant, c.res.Name).Inc()
 		key, present, err := framework.IdempotencyKey(g.Request.Header)
 		if err == nil && !present {
-			err = framework.Errorf(framework.CodeIdempotencyKeyMissing, "this route requires an Idempotency-Key header; prefer PUT %s/{uuid}", c.res.BasePath)
+			err = framework.Errorf(wire.CodeIdempotencyKeyMissing, "this route requires an Idempotency-Key header; prefer PUT %s/{uuid}", c.res.BasePath)
 		}
 		if err != nil {
 			c.fail(g, "legacy_post", err)

@@ -12,11 +12,12 @@ import (
 	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/framework/openapi"
 	"github.com/retrysafe/retrysafe/internal/testdb"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // codeInvoiceSent is a business code of the application's own, which the
 // invoices' replace guard answers once an invoice was sent.
-const codeInvoiceSent framework.Code = "invoice_sent"
+const codeInvoiceSent wire.Code = "invoice_sent"
 
 // TestResourceProblemsAreAnsweredAndDescribed: a resource declares the
 // problem codes of its own that its functions answer
@@ -28,7 +29,7 @@ func TestResourceProblemsAreAnsweredAndDescribed(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		h := setup(t, dsn, func(o *setupOptions) {
-			o.codes = []framework.CodeInfo{{Code: codeInvoiceSent, Status: http.StatusConflict, Title: "Invoice sent"}}
+			o.codes = []wire.CodeInfo{{Code: codeInvoiceSent, Status: http.StatusConflict, Title: "Invoice sent"}}
 			o.resource = func(r *collection.Resource[InvoiceCommand, Invoice]) {
 				r.ReplaceGuardFunc = func(m *Invoice) error {
 					if m.Status == "sent" {
@@ -36,7 +37,7 @@ func TestResourceProblemsAreAnsweredAndDescribed(t *testing.T) {
 					}
 					return nil
 				}
-				r.Problems = []framework.Code{codeInvoiceSent}
+				r.Problems = []wire.Code{codeInvoiceSent}
 			}
 		})
 		id := uuid.New()
@@ -71,7 +72,7 @@ func TestResourceProblemsAreAnsweredAndDescribed(t *testing.T) {
 		}
 
 		res := invoiceResource(collection.CreateOrReplace)
-		res.Problems = []framework.Code{"invoice_gone"}
+		res.Problems = []wire.Code{"invoice_gone"}
 		if _, err := collection.New(h.engine, res); !errors.Is(err, framework.ErrCodeUnregistered) {
 			t.Fatalf("New with an unregistered problem code: %v, want ErrCodeUnregistered", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // putAction is what a PUT does next, as decided by [decidePut].
@@ -81,20 +82,20 @@ type putDecision struct {
 func decidePut(s putState) putDecision {
 	if !s.Exists {
 		if s.Patch {
-			return refuse(framework.Errorf(framework.CodeNotFound, "no such resource; a PATCH never creates one"))
+			return refuse(framework.Errorf(wire.CodeNotFound, "no such resource; a PATCH never creates one"))
 		}
 		if s.IfMatch != "" {
-			return refuse(framework.Errorf(framework.CodePreconditionFailed, "If-Match given but the resource does not exist"))
+			return refuse(framework.Errorf(wire.CodePreconditionFailed, "If-Match given but the resource does not exist"))
 		}
 		return putDecision{Action: actInsert}
 	}
 	r := &s.Row
 	if r.DeletedAt != nil && s.Patch {
-		return refuse(framework.Errorf(framework.CodeResourceDeleted, "the resource was deleted; a PATCH cannot bring it back"))
+		return refuse(framework.Errorf(wire.CodeResourceDeleted, "the resource was deleted; a PATCH cannot bring it back"))
 	}
 	if r.DeletedAt != nil {
 		if s.Purged || s.Retention.TombstoneLive(*r.DeletedAt, s.DBNow) {
-			return refuse(framework.Errorf(framework.CodeResourceDeleted, "the resource was deleted; its ID cannot be used again"))
+			return refuse(framework.Errorf(wire.CodeResourceDeleted, "the resource was deleted; its ID cannot be used again"))
 		}
 		return putDecision{Action: actPurge}
 	}
@@ -102,13 +103,13 @@ func decidePut(s putState) putDecision {
 	// A PATCH never creates: If-None-Match: * is false on a resource that
 	// exists, whatever the patch (RFC 9110 §13.1.2).
 	case s.IfNoneMatchStar && s.Patch:
-		return refuse(framework.Errorf(framework.CodePreconditionFailed, "If-None-Match: * given but the resource exists, and a PATCH never creates one"))
+		return refuse(framework.Errorf(wire.CodePreconditionFailed, "If-None-Match: * given but the resource exists, and a PATCH never creates one"))
 	case s.IfNoneMatchStar:
 		if r.CreateFingerprint != s.Fingerprint {
 			if s.KeyReuse {
-				return refuse(framework.Errorf(framework.CodeIdempotencyKeyReuse, "this key was used with a different request"))
+				return refuse(framework.Errorf(wire.CodeIdempotencyKeyReuse, "this key was used with a different request"))
 			}
-			return refuse(framework.Errorf(framework.CodePreconditionFailed, "If-None-Match: * given but the resource exists with a different creating request"))
+			return refuse(framework.Errorf(wire.CodePreconditionFailed, "If-None-Match: * given but the resource exists with a different creating request"))
 		}
 		d := putDecision{Action: actReply, Status: http.StatusCreated, Replayed: true, Outcome: framework.OutcomeReplayed}
 		if r.Fingerprint != s.Fingerprint {
@@ -119,7 +120,7 @@ func decidePut(s putState) putDecision {
 	// converges below: it is the retry of a write whose answer was lost,
 	// and its goal is reached.
 	case s.IfMatch != "" && !etagMatches(s.IfMatch, r.ETag()) && r.Fingerprint != s.Fingerprint:
-		return refuse(framework.Errorf(framework.CodePreconditionFailed, "If-Match does not match the current ETag %s", r.ETag()))
+		return refuse(framework.Errorf(wire.CodePreconditionFailed, "If-Match does not match the current ETag %s", r.ETag()))
 	case r.Fingerprint == s.Fingerprint:
 		switch {
 		// A conditional write or a PATCH created nothing, so it is never
@@ -142,7 +143,7 @@ func decidePut(s putState) putDecision {
 			return putDecision{Action: actReply, Status: http.StatusOK, Outcome: framework.OutcomeConverged}
 		}
 	case s.Mode == CreateOnly:
-		return refuse(framework.Errorf(framework.CodeIdempotencyKeyReuse, "the resource exists with a different body and cannot be replaced"))
+		return refuse(framework.Errorf(wire.CodeIdempotencyKeyReuse, "the resource exists with a different body and cannot be replaced"))
 	case !s.Locked:
 		return putDecision{Action: actLock}
 	case s.Guard != nil:

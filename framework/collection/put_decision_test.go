@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // TestDecidePut is DESIGN §5.1 as a table, without a database. now is the
@@ -38,7 +39,7 @@ func TestDecidePut(t *testing.T) {
 		status   int
 		replayed bool
 		outcome  string
-		code     framework.Code
+		code     wire.Code
 	}
 	cases := []struct {
 		name string
@@ -46,7 +47,7 @@ func TestDecidePut(t *testing.T) {
 		want want
 	}{
 		{"new ID: insert", putState{Fingerprint: fpA}, want{action: actInsert}},
-		{"new ID with If-Match: 412", putState{Fingerprint: fpA, IfMatch: `"1-aaaaaaaa"`}, want{action: actRefuse, code: framework.CodePreconditionFailed}},
+		{"new ID with If-Match: 412", putState{Fingerprint: fpA, IfMatch: `"1-aaaaaaaa"`}, want{action: actRefuse, code: wire.CodePreconditionFailed}},
 		{"same body within the window: 201 replay", putState{Fingerprint: fpA, Exists: true, Row: fresh},
 			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: framework.OutcomeReplayed}},
 		{"same body after a status change, within the window: 201 replay", putState{Fingerprint: fpA, Exists: true,
@@ -66,44 +67,44 @@ func TestDecidePut(t *testing.T) {
 		{"If-Match: * on an existing row, locked: replace", putState{Fingerprint: fpB, IfMatch: "*", Exists: true, Row: fresh, Locked: true},
 			want{action: actReplace, status: http.StatusOK, outcome: framework.OutcomeExecuted}},
 		{"different body, stale If-Match: 412", putState{Fingerprint: fpC, IfMatch: freshTag, Exists: true, Row: replaced},
-			want{action: actRefuse, code: framework.CodePreconditionFailed}},
+			want{action: actRefuse, code: wire.CodePreconditionFailed}},
 		{"weak If-Match never matches: 412", putState{Fingerprint: fpB, IfMatch: "W/" + freshTag, Exists: true, Row: fresh},
-			want{action: actRefuse, code: framework.CodePreconditionFailed}},
+			want{action: actRefuse, code: wire.CodePreconditionFailed}},
 		{"same body, stale If-Match: 200 converged, nothing written", putState{Fingerprint: fpB, IfMatch: freshTag, Exists: true, Row: replaced},
 			want{action: actReply, status: http.StatusOK, replayed: true, outcome: framework.OutcomeConverged}},
 		{"creating body, current If-Match: 200, never 201", putState{Fingerprint: fpA, IfMatch: freshTag, Exists: true, Row: fresh},
 			want{action: actReply, status: http.StatusOK, replayed: true, outcome: framework.OutcomeReplayed}},
-		{"PATCH of a new ID: 404", putState{Fingerprint: fpA, Patch: true}, want{action: actRefuse, code: framework.CodeNotFound}},
+		{"PATCH of a new ID: 404", putState{Fingerprint: fpA, Patch: true}, want{action: actRefuse, code: wire.CodeNotFound}},
 		{"PATCH of an expired tombstone: 410, never a purge", putState{Fingerprint: fpA, Patch: true, Exists: true, Row: deleted(fresh, 31*24*time.Hour)},
-			want{action: actRefuse, code: framework.CodeResourceDeleted}},
+			want{action: actRefuse, code: wire.CodeResourceDeleted}},
 		{"PATCH whose result is the creating body: 200, never 201", putState{Fingerprint: fpA, Patch: true, Exists: true, Row: fresh, Locked: true},
 			want{action: actReply, status: http.StatusOK, replayed: true, outcome: framework.OutcomeReplayed}},
 		{"PATCH with If-None-Match: * of a live row: 412, even when the result is the current state", putState{Fingerprint: fpA, Patch: true,
-			IfNoneMatchStar: true, Exists: true, Row: fresh, Locked: true}, want{action: actRefuse, code: framework.CodePreconditionFailed}},
-		{"PATCH with If-None-Match: * of a new ID: 404", putState{Patch: true, IfNoneMatchStar: true}, want{action: actRefuse, code: framework.CodeNotFound}},
+			IfNoneMatchStar: true, Exists: true, Row: fresh, Locked: true}, want{action: actRefuse, code: wire.CodePreconditionFailed}},
+		{"PATCH with If-None-Match: * of a new ID: 404", putState{Patch: true, IfNoneMatchStar: true}, want{action: actRefuse, code: wire.CodeNotFound}},
 		{"PATCH with If-None-Match: * of a tombstone: 410", putState{Patch: true, IfNoneMatchStar: true, Exists: true, Row: deleted(fresh, time.Hour)},
-			want{action: actRefuse, code: framework.CodeResourceDeleted}},
+			want{action: actRefuse, code: wire.CodeResourceDeleted}},
 		{"the deleted incarnation's ETag on a re-created ID (same body, same version): 412", putState{Fingerprint: fpB,
 			IfMatch: freshTag, Exists: true, Row: reborn},
-			want{action: actRefuse, code: framework.CodePreconditionFailed}},
+			want{action: actRefuse, code: wire.CodePreconditionFailed}},
 		{"If-None-Match: * with the creating body: 201 replay", putState{Fingerprint: fpA, IfNoneMatchStar: true, Exists: true, Row: old},
 			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: framework.OutcomeReplayed}},
 		{"If-None-Match: * with the creating body after a replace: 201 replay of the current row", putState{Fingerprint: fpA, IfNoneMatchStar: true, Exists: true, Row: replaced},
 			want{action: actReplyCurrent, status: http.StatusCreated, replayed: true, outcome: framework.OutcomeReplayed}},
 		{"If-None-Match: * with the current but not the creating body: 412", putState{Fingerprint: fpB, IfNoneMatchStar: true, Exists: true, Row: replaced},
-			want{action: actRefuse, code: framework.CodePreconditionFailed}},
+			want{action: actRefuse, code: wire.CodePreconditionFailed}},
 		{"If-None-Match: * with another body: 412", putState{Fingerprint: fpC, IfNoneMatchStar: true, Exists: true, Row: fresh},
-			want{action: actRefuse, code: framework.CodePreconditionFailed}},
+			want{action: actRefuse, code: wire.CodePreconditionFailed}},
 		{"legacy POST with another body: 422", putState{Fingerprint: fpC, IfNoneMatchStar: true, KeyReuse: true, Exists: true, Row: fresh},
-			want{action: actRefuse, code: framework.CodeIdempotencyKeyReuse}},
+			want{action: actRefuse, code: wire.CodeIdempotencyKeyReuse}},
 		{"create-only, different body: 422", putState{Fingerprint: fpB, Mode: CreateOnly, Exists: true, Row: fresh},
-			want{action: actRefuse, code: framework.CodeIdempotencyKeyReuse}},
+			want{action: actRefuse, code: wire.CodeIdempotencyKeyReuse}},
 		{"create-only, same body: 201 replay", putState{Fingerprint: fpA, Mode: CreateOnly, Exists: true, Row: fresh},
 			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: framework.OutcomeReplayed}},
 		{"live tombstone: 410", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, time.Hour)},
-			want{action: actRefuse, code: framework.CodeResourceDeleted}},
+			want{action: actRefuse, code: wire.CodeResourceDeleted}},
 		{"live tombstone with If-None-Match: *: 410", putState{Fingerprint: fpA, IfNoneMatchStar: true, Exists: true, Row: deleted(fresh, time.Hour)},
-			want{action: actRefuse, code: framework.CodeResourceDeleted}},
+			want{action: actRefuse, code: wire.CodeResourceDeleted}},
 		{"expired tombstone: purge", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, 31*24*time.Hour)}, want{action: actPurge}},
 		{"same body, created just inside the window: 201 replay", putState{Fingerprint: fpA, Exists: true,
 			Row: row(1, fpA, fpA, ret.ReplayWindow-time.Microsecond, ret.ReplayWindow-time.Microsecond)},
@@ -115,12 +116,12 @@ func TestDecidePut(t *testing.T) {
 			Row: row(1, fpA, fpA, -time.Second, -time.Second)},
 			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: framework.OutcomeReplayed}},
 		{"tombstone just inside the retention: 410", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, ret.TombstoneRetention-time.Microsecond)},
-			want{action: actRefuse, code: framework.CodeResourceDeleted}},
+			want{action: actRefuse, code: wire.CodeResourceDeleted}},
 		{"tombstone a retention ago: purge", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, ret.TombstoneRetention)}, want{action: actPurge}},
 		{"tombstone written after the read: 410", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, -time.Second)},
-			want{action: actRefuse, code: framework.CodeResourceDeleted}},
+			want{action: actRefuse, code: wire.CodeResourceDeleted}},
 		{"expired tombstone already purged by this request: 410", putState{Fingerprint: fpA, Exists: true, Purged: true, Row: deleted(fresh, 31*24*time.Hour)},
-			want{action: actRefuse, code: framework.CodeResourceDeleted}},
+			want{action: actRefuse, code: wire.CodeResourceDeleted}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,7 +156,7 @@ func TestDecidePutConverges(t *testing.T) {
 	row := System{Version: 2, CreateFingerprint: fpA, Fingerprint: fpB, CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Minute)}
 	stale := System{Version: 1, Fingerprint: fpA}
 	staleTag := stale.ETag()
-	locked := framework.Errorf(framework.CodeResourceLocked, "submitted")
+	locked := framework.Errorf(wire.CodeResourceLocked, "submitted")
 	for _, method := range []string{"PUT", "PATCH"} {
 		for _, state := range []string{"draft", "locked", "deleted"} {
 			for _, ifMatch := range []string{"fresh", "stale"} {

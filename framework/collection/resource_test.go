@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -101,7 +102,7 @@ func invoiceResource(mode collection.Mode) collection.Resource[InvoiceCommand, I
 		ModelFunc: invoiceModel, RenderFunc: invoiceRender,
 		ReplaceGuardFunc: func(m *Invoice) error {
 			if m.Status != "draft" {
-				return framework.Errorf(framework.CodeResourceLocked, "invoice is %s", m.Status)
+				return framework.Errorf(wire.CodeResourceLocked, "invoice is %s", m.Status)
 			}
 			return nil
 		},
@@ -163,7 +164,7 @@ type setupOptions struct {
 	// clockMaxAge is the store's Config.ClockMaxAge.
 	clockMaxAge time.Duration
 	// codes are registered on the engine before the collection is built.
-	codes []framework.CodeInfo
+	codes []wire.CodeInfo
 	// own, when set, is the application's own gorm handle configuration:
 	// the store is made with store.New on a *gorm.DB opened as an
 	// application opens it (testdb.Gorm), not with store.Open.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -435,7 +436,7 @@ func (s gormRowStore) readSnapshot(ctx context.Context, db *gorm.DB, p ReadRowPa
 // and the read of its child rows. A read never pairs a version with
 // another version's child rows: it answers 409 request_in_progress, which
 // a client retries.
-var errChangedWhileRead = framework.Errorf(framework.CodeRequestInProgress, "the resource changed while it was read; retry")
+var errChangedWhileRead = framework.Errorf(wire.CodeRequestInProgress, "the resource changed while it was read; retry")
 
 // versionsUnchanged reports whether the rows of tenant named in versions
 // still have those versions.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/collection"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Version is the OpenAPI version of the documents this package writes.
@@ -130,7 +131,7 @@ func New(cfg Config, routes ...framework.RouteDescription) (*Document, error) {
 		doc.AddServer(&openapi3.Server{URL: orText(strings.TrimSuffix(s, "/"), "/")})
 	}
 	doc.Components.Schemas = openapi3.Schemas{problemComponent: openapi3.NewSchemaRef("",
-		structSchema(reflect.TypeFor[framework.Problem](), outbound, 0))}
+		structSchema(reflect.TypeFor[wire.Problem](), outbound, 0))}
 	named := components{doc: doc, dirs: map[string]direction{}, codes: cfg.Codes, names: componentNames(routes)}
 	base, err := serversPath(cfg.Servers, routes)
 	if err != nil {
@@ -204,7 +205,7 @@ type components struct {
 // arguments; a name that is still ambiguous gets no component, and its
 // schema is written inline.
 func componentNames(routes []framework.RouteDescription) map[reflect.Type]string {
-	byName := map[string][]reflect.Type{problemComponent: {reflect.TypeFor[framework.Problem]()}}
+	byName := map[string][]reflect.Type{problemComponent: {reflect.TypeFor[wire.Problem]()}}
 	add := func(t reflect.Type) {
 		if t == nil || t.PkgPath() == "" || t.Name() == "" {
 			return
@@ -225,7 +226,7 @@ func componentNames(routes []framework.RouteDescription) map[reflect.Type]string
 	names, uses := map[reflect.Type]string{}, map[string]int{}
 	for name, ts := range byName {
 		for _, t := range ts {
-			if len(ts) > 1 && t != reflect.TypeFor[framework.Problem]() {
+			if len(ts) > 1 && t != reflect.TypeFor[wire.Problem]() {
 				names[t] = path.Base(t.PkgPath()) + "." + name
 			} else {
 				names[t] = name
@@ -335,8 +336,8 @@ func (c components) operation(r framework.RouteDescription) (*openapi3.Operation
 		} else {
 			keyDoc += " Optional: without it the operation runs and nothing is replayed."
 		}
-		op.AddParameter(openapi3.NewHeaderParameter(framework.HeaderIdempotencyKey).WithDescription(keyDoc).WithSchema(keySchema()))
-		op.AddParameter(openapi3.NewHeaderParameter(framework.HeaderXIdempotencyKey).
+		op.AddParameter(openapi3.NewHeaderParameter(wire.HeaderIdempotencyKey).WithDescription(keyDoc).WithSchema(keySchema()))
+		op.AddParameter(openapi3.NewHeaderParameter(wire.HeaderXIdempotencyKey).
 			WithDescription("Accepted in place of Idempotency-Key; when both are sent they must be equal.").WithSchema(keySchema()))
 	}
 	if r.IfMatch {
@@ -373,7 +374,7 @@ func (c components) operation(r framework.RouteDescription) (*openapi3.Operation
 		out.Headers = headers(resp.Headers)
 		op.Responses.Set(strconv.Itoa(resp.Status), &openapi3.ResponseRef{Value: out})
 	}
-	byStatus := map[int][]framework.CodeInfo{}
+	byStatus := map[int][]wire.CodeInfo{}
 	for _, code := range r.Problems {
 		info, ok := c.codes.Lookup(code)
 		if !ok {
@@ -402,7 +403,7 @@ func (c components) operation(r framework.RouteDescription) (*openapi3.Operation
 			hs = append(hs, "WWW-Authenticate")
 		}
 		out := openapi3.NewResponse().WithDescription("Problem: " + strings.Join(names, ", "))
-		out.Content = openapi3.Content{framework.ContentTypeProblem: openapi3.NewMediaType().WithSchemaRef(c.problem(status, names))}
+		out.Content = openapi3.Content{wire.ContentTypeProblem: openapi3.NewMediaType().WithSchemaRef(c.problem(status, names))}
 		out.Headers = headers(hs)
 		op.Responses.Set(strconv.Itoa(status), &openapi3.ResponseRef{Value: out})
 	}
@@ -450,10 +451,10 @@ func keySchema() *openapi3.Schema {
 // headerDoc describes a response header a route may name.
 func headerDoc(name string) (doc string, schema *openapi3.Schema) {
 	switch name {
-	case framework.HeaderIdempotentReplayed:
+	case wire.HeaderIdempotentReplayed:
 		return "`true` when this answer repeats an earlier execution (whose answer may have been lost); absent otherwise.",
 			&openapi3.Schema{Type: types("string"), Enum: []any{"true"}}
-	case framework.HeaderIdempotencyKey:
+	case wire.HeaderIdempotencyKey:
 		return "The idempotency key of the request, echoed.", keySchema()
 	case "Location":
 		return "The URL of the resource.", &openapi3.Schema{Type: types("string"), Format: "uri-reference"}

@@ -17,6 +17,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/openapi"
 	"github.com/retrysafe/retrysafe/internal/redocly"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 type line struct {
@@ -49,8 +50,8 @@ func route() framework.RouteDescription {
 		Request:        reflect.TypeFor[command](),
 		IdempotencyKey: framework.KeyRequired, Authenticated: true, ReplayWindow: 24 * time.Hour,
 		Responses: []framework.ResponseDescription{{Status: http.StatusCreated, Body: reflect.TypeFor[representation](),
-			Headers: framework.ReplayResponseHeaders(framework.HeaderIdempotencyKey)}},
-		Problems: append(framework.WriteProblems(), framework.CodeIdempotencyKeyReuse, framework.CodeResourceLocked),
+			Headers: framework.ReplayResponseHeaders(wire.HeaderIdempotencyKey)}},
+		Problems: append(framework.WriteProblems(), wire.CodeIdempotencyKeyReuse, wire.CodeResourceLocked),
 	}
 }
 

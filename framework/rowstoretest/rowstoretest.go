@@ -16,6 +16,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Widget is the suite's resource model: a unique name per tenant and child
@@ -395,7 +396,7 @@ func (s suite) testChildRowsOfTheVersionRead(t *testing.T) {
 			}
 		}
 		var fe *framework.Error
-		if errors.As(err, &fe) && fe.Code == framework.CodeRequestInProgress {
+		if errors.As(err, &fe) && fe.Code == wire.CodeRequestInProgress {
 			continue // kept changing while read: refused, not torn
 		}
 		switch {

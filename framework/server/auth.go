@@ -70,7 +70,7 @@ func ParseTokenList(list string) (map[string]string, error) {
 func (s *StaticTokens) Authenticate(r *http.Request) (Principal, error) {
 	scheme, token, ok := strings.Cut(r.Header.Get(wire.HeaderAuthorization), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return Principal{}, framework.Errorf(framework.CodeUnauthenticated, "a bearer token is required")
+		return Principal{}, framework.Errorf(wire.CodeUnauthenticated, "a bearer token is required")
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	for known, tenant := range s.tenants {
@@ -78,7 +78,7 @@ func (s *StaticTokens) Authenticate(r *http.Request) (Principal, error) {
 			return Principal{Tenant: tenant}, nil
 		}
 	}
-	return Principal{}, framework.Errorf(framework.CodeUnauthenticated, "the bearer token is not valid")
+	return Principal{}, framework.Errorf(wire.CodeUnauthenticated, "the bearer token is not valid")
 }
 
 type principalKey struct{}
@@ -127,7 +127,7 @@ func RequireAuth(a Authenticator, logger *slog.Logger) gin.HandlerFunc {
 func Tenant(c *gin.Context, logger *slog.Logger) (string, bool) {
 	p, ok := PrincipalFromContext(c.Request.Context())
 	if !ok || p.Tenant == "" {
-		framework.WriteProblem(c.Writer, c.Request, logger, framework.Errorf(framework.CodeUnauthenticated, "a bearer token is required"))
+		framework.WriteProblem(c.Writer, c.Request, logger, framework.Errorf(wire.CodeUnauthenticated, "a bearer token is required"))
 		return "", false
 	}
 	return p.Tenant, true

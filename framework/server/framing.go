@@ -96,10 +96,10 @@ func repeated(h http.Header, name string) bool {
 // the connection.
 func refuseRepeated(w http.ResponseWriter, r *http.Request, name string) {
 	detail := name + " is sent more than once with different values"
-	var err error = &framework.Error{Code: framework.CodeValidationFailed, Detail: detail,
-		Fields: []framework.FieldError{{Field: name, Reason: "sent more than once with different values"}}}
+	var err error = &framework.Error{Code: wire.CodeValidationFailed, Detail: detail,
+		Fields: []wire.FieldError{{Field: name, Reason: "sent more than once with different values"}}}
 	if name == wire.HeaderIdempotencyKey || name == wire.HeaderXIdempotencyKey {
-		err = framework.Errorf(framework.CodeIdempotencyKeyInvalid, "%s", detail)
+		err = framework.Errorf(wire.CodeIdempotencyKeyInvalid, "%s", detail)
 	}
 	closeWithoutReading(w)
 	framework.WriteProblem(w, r, nil, err)

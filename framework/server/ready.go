@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // DefaultReadinessTimeout bounds one readiness check when none is set.
@@ -35,7 +36,7 @@ func Readiness(db Pinger, timeout time.Duration, logger *slog.Logger) http.Handl
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		if err := db.PingContext(ctx); err != nil {
-			framework.WriteProblem(w, r, logger, &framework.Error{Code: framework.CodeUnavailable, Detail: "the database is unreachable",
+			framework.WriteProblem(w, r, logger, &framework.Error{Code: wire.CodeUnavailable, Detail: "the database is unreachable",
 				Err: fmt.Errorf("readiness: %w", err)})
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
 )
@@ -13,7 +14,7 @@ import (
 // not_found as application/problem+json. Install it with router.NoRoute.
 func NoRoute(logger *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		framework.WriteProblem(c.Writer, c.Request, logger, framework.Errorf(framework.CodeNotFound, "no route %s %s", c.Request.Method, c.Request.URL.Path))
+		framework.WriteProblem(c.Writer, c.Request, logger, framework.Errorf(wire.CodeNotFound, "no route %s %s", c.Request.Method, c.Request.URL.Path))
 	}
 }
 
@@ -23,7 +24,7 @@ func NoRoute(logger *slog.Logger) gin.HandlerFunc {
 // router.NoMethod and set router.HandleMethodNotAllowed = true.
 func NoMethod(logger *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		framework.WriteProblem(c.Writer, c.Request, logger, framework.Errorf(framework.CodeMethodNotAllowed, "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
+		framework.WriteProblem(c.Writer, c.Request, logger, framework.Errorf(wire.CodeMethodNotAllowed, "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
 )
@@ -117,7 +118,7 @@ func StorableText() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		for _, p := range c.Params {
 			if !storable(p.Value) {
-				framework.WriteProblem(c.Writer, c.Request, nil, framework.Errorf(framework.CodeInvalidResourceID, "the %s path parameter is not valid text", p.Key))
+				framework.WriteProblem(c.Writer, c.Request, nil, framework.Errorf(wire.CodeInvalidResourceID, "the %s path parameter is not valid text", p.Key))
 				c.Abort()
 				return
 			}
@@ -130,8 +131,8 @@ func StorableText() gin.HandlerFunc {
 				}
 				if !ok {
 					field := strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", ""), "")
-					framework.WriteProblem(c.Writer, c.Request, nil, &framework.Error{Code: framework.CodeValidationFailed, Detail: "a query parameter is not valid text",
-						Fields: []framework.FieldError{{Field: field, Reason: "must be valid UTF-8 without NUL characters"}}})
+					framework.WriteProblem(c.Writer, c.Request, nil, &framework.Error{Code: wire.CodeValidationFailed, Detail: "a query parameter is not valid text",
+						Fields: []wire.FieldError{{Field: field, Reason: "must be valid UTF-8 without NUL characters"}}})
 					c.Abort()
 					return
 				}

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrysafe/retrysafe/framework"
-
 	"github.com/gin-gonic/gin"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 func TestNewServerLimits(t *testing.T) {
@@ -71,7 +70,7 @@ func TestReadiness(t *testing.T) {
 	down := pingFunc(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
 	rec := httptest.NewRecorder()
 	Readiness(down, 10*time.Millisecond, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
-	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || rec.Header().Get("Content-Type") != framework.ContentTypeProblem {
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || rec.Header().Get("Content-Type") != wire.ContentTypeProblem {
 		t.Fatalf("not ready: %d %v %s", rec.Code, rec.Header(), rec.Body)
 	}
 	rec = httptest.NewRecorder()

@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Describe returns the description of the route [Ledger.Mount] registers
@@ -17,7 +18,7 @@ func (l *Ledger) Describe(prefix string) []framework.RouteDescription {
 		{Name: "limit", Description: "Page size.", Type: "integer", Minimum: &minLimit, Maximum: &maxLimit},
 		{Name: "cursor", Description: "The next_cursor of the previous page."},
 	}
-	list.Problems = []framework.Code{framework.CodeValidationFailed, framework.CodeUnauthenticated,
-		framework.CodeUnavailable, framework.CodeInternal}
+	list.Problems = []wire.Code{wire.CodeValidationFailed, wire.CodeUnauthenticated,
+		wire.CodeUnavailable, wire.CodeInternal}
 	return []framework.RouteDescription{list}
 }

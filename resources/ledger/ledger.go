@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -146,17 +147,17 @@ func (l *Ledger) handleList(c *gin.Context) {
 	if s := c.Query("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxPageSize {
-			framework.WriteProblem(c.Writer, c.Request, l.engine.Logger(), &framework.Error{Code: framework.CodeValidationFailed,
+			framework.WriteProblem(c.Writer, c.Request, l.engine.Logger(), &framework.Error{Code: wire.CodeValidationFailed,
 				Detail: "limit must be an integer from 1 to " + strconv.Itoa(MaxPageSize),
-				Fields: []framework.FieldError{{Field: "limit", Reason: "min=1,max=" + strconv.Itoa(MaxPageSize)}}})
+				Fields: []wire.FieldError{{Field: "limit", Reason: "min=1,max=" + strconv.Itoa(MaxPageSize)}}})
 			return
 		}
 		limit = n
 	}
 	cursor := c.Query("cursor")
 	if cursor != "" && (!strings.HasPrefix(cursor, "le_") || len(cursor) != 35) {
-		framework.WriteProblem(c.Writer, c.Request, l.engine.Logger(), &framework.Error{Code: framework.CodeValidationFailed,
-			Detail: "cursor is not a ledger cursor", Fields: []framework.FieldError{{Field: "cursor", Reason: "a next_cursor value"}}})
+		framework.WriteProblem(c.Writer, c.Request, l.engine.Logger(), &framework.Error{Code: wire.CodeValidationFailed,
+			Detail: "cursor is not a ledger cursor", Fields: []wire.FieldError{{Field: "cursor", Reason: "a next_cursor value"}}})
 		return
 	}
 	page, err := l.List(c.Request.Context(), tenant, limit, cursor)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/collection"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Describe returns the descriptions of the routes [Orders.Mount] registers
@@ -21,6 +22,6 @@ func (o *Orders) Describe(prefix string, legacy *collection.LegacyConfig) []fram
 	submit.Method, submit.Tags = http.MethodPost, []string{"orders"}
 	submit.Description = "Moves the order from draft to submitted; it can no longer be replaced (409 resource_locked). Submitting again changes nothing."
 	submit.Responses[0].Headers = []string{"ETag"}
-	submit.Problems = append(submit.Problems, framework.CodeRequestInProgress)
+	submit.Problems = append(submit.Problems, wire.CodeRequestInProgress)
 	return append(routes, submit)
 }

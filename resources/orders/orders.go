@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -45,11 +46,11 @@ type Command struct {
 var priceRE = regexp.MustCompile(`^[0-9]{1,10}(\.[0-9]{1,2})?$`)
 
 // Check implements [framework.Checker]: prices are decimal strings.
-func (c *Command) Check() []framework.FieldError {
-	var errs []framework.FieldError
+func (c *Command) Check() []wire.FieldError {
+	var errs []wire.FieldError
 	for i, it := range c.Items {
 		if !priceRE.MatchString(it.UnitPrice) {
-			errs = append(errs, framework.FieldError{
+			errs = append(errs, wire.FieldError{
 				Field:  fmt.Sprintf("items[%d].unit_price", i),
 				Reason: "a non-negative decimal string with at most 2 fraction digits",
 			})
@@ -160,7 +161,7 @@ func onStatus(ctx context.Context, tx *gorm.DB, c collection.Change[Order]) erro
 
 func replaceGuard(o *Order) error {
 	if o.Status != StatusDraft {
-		return framework.Errorf(framework.CodeResourceLocked, "the order is %s; only draft orders can be replaced", o.Status)
+		return framework.Errorf(wire.CodeResourceLocked, "the order is %s; only draft orders can be replaced", o.Status)
 	}
 	return nil
 }

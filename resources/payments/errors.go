@@ -4,17 +4,17 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // CodeCardDeclined is the problem code of a payment the provider declined:
 // 402, stored under the key and replayed; a new attempt needs a new key.
-const CodeCardDeclined framework.Code = "card_declined"
+const CodeCardDeclined wire.Code = "card_declined"
 
 // Codes returns the business problem codes payments answers with; [New]
 // registers them on its engine.
-func Codes() []framework.CodeInfo {
-	return []framework.CodeInfo{
+func Codes() []wire.CodeInfo {
+	return []wire.CodeInfo{
 		{Code: CodeCardDeclined, Status: http.StatusPaymentRequired, Title: "Card declined"},
 	}
 }

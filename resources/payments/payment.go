@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Statuses of a payment.
@@ -108,7 +109,7 @@ func loadPayment(ctx context.Context, db *gorm.DB, tenant, id string) (*paymentR
 	var r paymentRow
 	err := db.WithContext(ctx).Table(paymentsTable).Where("tenant_id = ? AND id = ?", tenant, id).Take(&r).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, framework.Errorf(framework.CodeNotFound, "no payment %s", id)
+		return nil, framework.Errorf(wire.CodeNotFound, "no payment %s", id)
 	}
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
@@ -92,7 +93,7 @@ func New(e *framework.Engine, a *postkeys.Adapter, p Provider, cfg Config) (*Pay
 		// run does nothing before its first phase but build the pending
 		// row in memory, so the key is claimed in that phase's transaction.
 		ClaimInFirstPhase: true,
-		RejectionCodes:    []framework.Code{CodeCardDeclined},
+		RejectionCodes:    []wire.Code{CodeCardDeclined},
 		RunFunc:           pay.run,
 		ReconcileFunc:     pay.reconcile,
 		RenderFunc:        pay.render,
@@ -251,14 +252,14 @@ func (p *Payments) charge(ctx context.Context, run *postkeys.Run[Command], row *
 		// call, before the provider timeout: say so, so that an operator
 		// looks at the provider. Nothing more can be recorded in time; the
 		// record is settled by a retry or the recovery worker.
-		return Charge{}, &framework.Error{Code: framework.CodeUnavailable,
+		return Charge{}, &framework.Error{Code: wire.CodeUnavailable,
 			Detail: "the deadline ran out during the payment provider call; retry with the same key",
 			Err:    fmt.Errorf("payments: charge %s: %w during the provider call", row.ID, context.Cause(ctx))}
 	}
 	if errors.Is(err, ErrProviderTimeout) || errors.Is(callCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		p.engine.Logger().LogAttrs(ctx, slog.LevelWarn, "payment provider timeout",
 			slog.String("tenant", row.TenantID), slog.String("payment", row.ID), slog.Duration("timeout", p.cfg.ProviderTimeout))
-		return Charge{}, &framework.Error{Code: framework.CodeOutcomePending,
+		return Charge{}, &framework.Error{Code: wire.CodeOutcomePending,
 			Detail: "the payment provider did not answer in time; the payment is being reconciled, retry with the same key",
 			Err:    err}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -40,15 +41,15 @@ var accountNameRE = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
 func (c *Command) Default() { c.Currency = strings.ToUpper(c.Currency) }
 
 // Check implements [framework.Checker]: account names and distinct accounts.
-func (c *Command) Check() []framework.FieldError {
-	var errs []framework.FieldError
+func (c *Command) Check() []wire.FieldError {
+	var errs []wire.FieldError
 	for _, f := range []struct{ field, name string }{{"from_account", c.FromAccount}, {"to_account", c.ToAccount}} {
 		if !accountNameRE.MatchString(f.name) {
-			errs = append(errs, framework.FieldError{Field: f.field, Reason: "must match [a-z0-9_]{1,64}"})
+			errs = append(errs, wire.FieldError{Field: f.field, Reason: "must match [a-z0-9_]{1,64}"})
 		}
 	}
 	if c.FromAccount == c.ToAccount {
-		errs = append(errs, framework.FieldError{Field: "to_account", Reason: "must differ from from_account"})
+		errs = append(errs, wire.FieldError{Field: "to_account", Reason: "must differ from from_account"})
 	}
 	return errs
 }
@@ -117,7 +118,7 @@ func New(e *framework.Engine, keys *postkeys.Adapter) (*Transfers, error) {
 		Name:           Operation,
 		Mode:           postkeys.Local,
 		KeyPolicy:      postkeys.KeyRequired,
-		RejectionCodes: []framework.Code{CodeCurrencyMismatch},
+		RejectionCodes: []wire.Code{CodeCurrencyMismatch},
 		ExecuteFunc:    t.execute,
 		RenderFunc:     t.render,
 	})
@@ -242,7 +243,7 @@ func (t *Transfers) handleAccount(c *gin.Context) {
 		}
 	}
 	if len(rows) == 0 {
-		t.engine.WriteProblem(c.Writer, c.Request, framework.Errorf(framework.CodeNotFound, "no such account"))
+		t.engine.WriteProblem(c.Writer, c.Request, framework.Errorf(wire.CodeNotFound, "no such account"))
 		return
 	}
 	body, err := json.Marshal(Account{Name: rows[0].Name, Balance: rows[0].Balance, Currency: rows[0].Currency})

@@ -12,8 +12,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
-	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Harness is one record store under test.
@@ -725,12 +725,12 @@ func testOperations(t *testing.T, s *suite) {
 	if _, found := get("payments.create"); found {
 		t.Fatal("an operation nobody published was found")
 	}
-	declined := framework.CodeInfo{Code: "card_declined", Status: http.StatusPaymentRequired, Title: "Card declined"}
-	busy := framework.CodeInfo{Code: "provider_busy", Status: http.StatusServiceUnavailable, Title: "Provider busy", Retryable: true}
-	put(postkeys.OperationCodes{Operation: "payments.create", Codes: []framework.CodeInfo{declined}})
+	declined := wire.CodeInfo{Code: "card_declined", Status: http.StatusPaymentRequired, Title: "Card declined"}
+	busy := wire.CodeInfo{Code: "provider_busy", Status: http.StatusServiceUnavailable, Title: "Provider busy", Retryable: true}
+	put(postkeys.OperationCodes{Operation: "payments.create", Codes: []wire.CodeInfo{declined}})
 	put(postkeys.OperationCodes{Operation: "transfers", Codes: nil})
 	s.h.Advance(time.Minute)
-	put(postkeys.OperationCodes{Operation: "payments.create", Codes: []framework.CodeInfo{declined, busy}})
+	put(postkeys.OperationCodes{Operation: "payments.create", Codes: []wire.CodeInfo{declined, busy}})
 	op, found := get("payments.create")
 	if !found || op.Operation != "payments.create" || len(op.Codes) != 2 || op.Codes[0] != declined || op.Codes[1] != busy ||
 		op.PublishedAt.IsZero() {

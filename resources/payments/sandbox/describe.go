@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Describe returns the description of the route [Provider.Mount] registers
@@ -12,6 +13,6 @@ func (p *Provider) Describe(prefix string) []framework.RouteDescription {
 	list := framework.DescribeGet(prefix+"/sandbox/charges", "sandbox.charges", "List the sandbox provider's charges",
 		reflect.TypeFor[[]ChargeView]())
 	list.Tags = []string{"sandbox"}
-	list.Problems = []framework.Code{framework.CodeUnauthenticated, framework.CodeUnavailable, framework.CodeInternal}
+	list.Problems = []wire.Code{wire.CodeUnauthenticated, wire.CodeUnavailable, wire.CodeInternal}
 	return []framework.RouteDescription{list}
 }

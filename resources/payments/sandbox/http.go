@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
 
@@ -40,8 +41,8 @@ func (p *Provider) handleList(c *gin.Context) {
 	status := c.Query("status")
 	if status != "" && status != payments.ChargeSucceeded && status != payments.ChargeFailed {
 		framework.WriteProblem(c.Writer, c.Request, p.logger, &framework.Error{
-			Code: framework.CodeValidationFailed, Detail: "status must be succeeded or failed",
-			Fields: []framework.FieldError{{Field: "status", Reason: "oneof=succeeded failed"}}})
+			Code: wire.CodeValidationFailed, Detail: "status must be succeeded or failed",
+			Fields: []wire.FieldError{{Field: "status", Reason: "oneof=succeeded failed"}}})
 		return
 	}
 	charges, err := p.List(c.Request.Context(), tenant, status)
