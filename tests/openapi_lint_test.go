@@ -8,17 +8,22 @@ import (
 	"github.com/retrysafe/retrysafe/internal/redocly"
 )
 
-// TestOpenAPIDocumentPassesRedoclyLint lints the demo's /openapi.json with
-// Redocly CLI's recommended rules: no error, and no warning but
+// TestOpenAPIDocumentPassesRedoclyLint lints the demo's documents, the
+// OpenAPI 3.1 one at /openapi.json and the 3.0 one at /openapi-3.0.json,
+// with Redocly CLI's recommended rules: no error, and no warning but
 // info-license (the demo declares no license of its own). It fails rather
 // than skips under CI, where .ci/run installs the linter.
 func TestOpenAPIDocumentPassesRedoclyLint(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "sqlite:"+t.TempDir()+"/openapi.db")
-	rec := httptest.NewRecorder()
-	e.app.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("GET /openapi.json: %d", rec.Code)
+	for _, path := range []string{"/openapi.json", "/openapi-3.0.json"} {
+		t.Run(path, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			e.app.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			if rec.Code != http.StatusOK {
+				t.Fatalf("GET %s: %d", path, rec.Code)
+			}
+			redocly.Lint(t, rec.Body.Bytes(), "info-license")
+		})
 	}
-	redocly.Lint(t, rec.Body.Bytes(), "info-license")
 }

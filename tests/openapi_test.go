@@ -305,3 +305,48 @@ func TestOpenAPICheckerCatchesUndeclared(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPI30DocumentDescribesTheSameAPI: /openapi-3.0.json is a valid
+// OpenAPI 3.0 document (kin-openapi loads it as 3.0) with the operations,
+// parameters, answers and answer headers of /openapi.json; only the
+// spelling of schemas differs (nullable instead of type lists).
+func TestOpenAPI30DocumentDescribesTheSameAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "sqlite:"+t.TempDir()+"/openapi.db")
+	doc31 := loadServedSpec(t, e.app.Handler())
+	res := e.do(http.MethodGet, "/openapi-3.0.json", "", nil)
+	wantStatus(t, res, http.StatusOK)
+	doc30, err := openapi3.NewLoader().LoadFromData(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc30.Validate(t.Context()); err != nil || doc30.OpenAPI != "3.0.3" {
+		t.Fatalf("/openapi-3.0.json is OpenAPI %q: %v", doc30.OpenAPI, err)
+	}
+	if bytes.Contains(res.Body, []byte(`"type":[`)) {
+		t.Fatal("/openapi-3.0.json has a type list, which OpenAPI 3.0 does not")
+	}
+	describe := func(doc *openapi3.T) []string {
+		var lines []string
+		for path, item := range doc.Paths.Map() {
+			for method, op := range item.Operations() {
+				for _, p := range op.Parameters {
+					lines = append(lines, fmt.Sprintf("%s %s %s: parameter %s %s", method, path, op.OperationID, p.Value.In, p.Value.Name))
+				}
+				for status, resp := range op.Responses.Map() {
+					for name := range resp.Value.Headers {
+						lines = append(lines, fmt.Sprintf("%s %s %s: %s header %s", method, path, op.OperationID, status, name))
+					}
+					for mediaType := range resp.Value.Content {
+						lines = append(lines, fmt.Sprintf("%s %s %s: %s %s", method, path, op.OperationID, status, mediaType))
+					}
+				}
+			}
+		}
+		slices.Sort(lines)
+		return lines
+	}
+	if got, want := describe(doc30), describe(doc31); !slices.Equal(got, want) || len(want) < 100 {
+		t.Fatalf("3.0 describes\n%s\n3.1 describes\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

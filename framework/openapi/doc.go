@@ -1,5 +1,7 @@
 // Package openapi generates an OpenAPI 3.1 description of a retrysafe API
-// from what is mounted, using github.com/getkin/kin-openapi.
+// from what is mounted, using github.com/getkin/kin-openapi, or the same
+// description in OpenAPI 3.0 ([Config.OpenAPI]) for tools that read 3.0
+// only.
 //
 // It reads descriptions, never internals: collections
 // ([collection.Collection.Describe]), the legacy POST route, POST fallback
@@ -29,7 +31,13 @@
 // routes are mounted under, whether or not their paths name it too, see
 // [Config.Servers]), [License], [Contact] and terms of
 // service; an operation without a summary is summarized by its ID. The
-// document passes Redocly CLI's recommended rules
+// document, 3.1 or 3.0, passes Redocly CLI's recommended rules
 // (redocly lint --extends recommended); with no License it warns
 // info-license.
+//
+// The 3.0 document is the 3.1 one rewritten in 3.0's spelling after it is
+// generated (one generator, one description): a type list with "null"
+// becomes nullable: true, and a license's SPDX identifier its URL. The
+// generator writes nothing else that 3.0 cannot say, and kin-openapi's
+// validation of the result, which [New] runs, would refuse it.
 package openapi

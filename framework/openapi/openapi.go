@@ -20,8 +20,13 @@ import (
 	"github.com/retrysafe/retrysafe/wire"
 )
 
-// Version is the OpenAPI version of the documents this package writes.
+// Version is the OpenAPI version of the documents this package writes
+// unless [Config.OpenAPI] asks for [Version30].
 const Version = "3.1.0"
+
+// Version30 is the OpenAPI 3.0 version this package writes for the tools
+// that read 3.0 only (oapi-codegen): [Config.OpenAPI].
+const Version30 = "3.0.3"
 
 // ReplayWindowExtension is the operation extension that carries the replay
 // window in seconds, for tools; the description says it in words too.
@@ -67,6 +72,13 @@ type Config struct {
 	// business codes are known. Defaults to the generic codes only; a
 	// route naming a code the registry does not know is an error.
 	Codes *framework.Codes
+	// OpenAPI is the version of OpenAPI the document is written in:
+	// [Version] (3.1.0) or [Version30] (3.0.3), for generators that read
+	// 3.0 only. The two describe the same API; 3.0 spells a field that
+	// may be null with nullable: true instead of a type list, and a
+	// License Identifier (an SPDX identifier, not an expression) as the
+	// URL of the license's text on spdx.org. Defaults to [Version].
+	OpenAPI string
 }
 
 // License is the license of an API: a name and either an SPDX
@@ -87,7 +99,7 @@ type Contact struct {
 	Email string
 }
 
-// Document is a generated OpenAPI 3.1 description, validated when built.
+// Document is a generated OpenAPI description, validated when built.
 type Document struct {
 	doc  *openapi3.T
 	json []byte
@@ -106,6 +118,12 @@ func New(cfg Config, routes ...framework.RouteDescription) (*Document, error) {
 	}
 	if len(cfg.Servers) == 0 {
 		cfg.Servers = []string{"/"}
+	}
+	if cfg.OpenAPI == "" {
+		cfg.OpenAPI = Version
+	}
+	if cfg.OpenAPI != Version && cfg.OpenAPI != Version30 {
+		return nil, fmt.Errorf("openapi: Config.OpenAPI is %q: want %s or %s", cfg.OpenAPI, Version, Version30)
 	}
 	info := &openapi3.Info{Title: cfg.Title, Version: cfg.Version, Description: cfg.Description, TermsOfService: cfg.TermsOfService}
 	if l := cfg.License; l != nil {
@@ -152,6 +170,11 @@ func New(cfg Config, routes ...framework.RouteDescription) (*Document, error) {
 			return nil, fmt.Errorf("openapi: %s: %w", key, err)
 		}
 		doc.AddOperation(r.Path, r.Method, op)
+	}
+	if cfg.OpenAPI == Version30 {
+		if err := downgrade(doc); err != nil {
+			return nil, err
+		}
 	}
 	if err := doc.Validate(context.Background()); err != nil {
 		return nil, fmt.Errorf("openapi: the generated document is invalid: %w", err)

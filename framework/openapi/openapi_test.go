@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/retrysafe/retrysafe/framework"
@@ -285,4 +286,67 @@ func TestComponentNames(t *testing.T) {
 // Values shares its name with url.Values.
 type Values struct {
 	N int `json:"n"`
+}
+
+// TestOpenAPI30 writes the same API in OpenAPI 3.0, for generators that
+// read 3.0 only: what may be null is nullable: true (no type lists), the
+// license's SPDX identifier is its URL, and the document loads and
+// validates as 3.0 with kin-openapi and lints clean with redocly. An SPDX
+// expression, which 3.0 cannot say, and an unknown version are refused.
+func TestOpenAPI30(t *testing.T) {
+	t.Parallel()
+	patch := route()
+	patch.Method, patch.OperationID, patch.Patch, patch.IdempotencyKey = http.MethodPatch, "things.patch", true, framework.KeyNone
+	cfg := openapi.Config{Title: "Things API", Version: "1", Servers: []string{"https://api.example.test"},
+		License: &openapi.License{Name: "Apache 2.0", Identifier: "Apache-2.0"}, OpenAPI: openapi.Version30}
+	doc, err := openapi.New(cfg, route(), patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := doc.JSON()
+	if strings.Contains(string(body), `"type":[`) || strings.Contains(string(body), `"null"`) {
+		t.Fatalf("a type list or null type in the 3.0 document: %s", body)
+	}
+	loaded, err := openapi3.NewLoader().LoadFromData(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loaded.Validate(t.Context()); err != nil || loaded.OpenAPI != "3.0.3" || loaded.IsOpenAPI31OrLater() {
+		t.Fatalf("OpenAPI %q: %v", loaded.OpenAPI, err)
+	}
+	if l := loaded.Info.License; l.URL != "https://spdx.org/licenses/Apache-2.0.html" || l.Identifier != "" {
+		t.Fatalf("license %+v", l)
+	}
+	rep := loaded.Paths.Value("/v1/things/{id}").Post.Responses.Status(http.StatusCreated).Value.Content.Get("application/json").Schema.Value
+	if cursor := rep.Properties["cursor"].Value; !cursor.Type.Is("string") || !cursor.Nullable {
+		t.Fatalf("cursor (a *string) in 3.0: %+v", cursor)
+	}
+	if id := rep.Properties["id"].Value; id.Nullable {
+		t.Fatal("id is nullable")
+	}
+	merge := loaded.Paths.Value("/v1/things/{id}").Patch.RequestBody.Value.Content.Get("application/merge-patch+json").Schema.Value
+	if note := merge.Properties["note"].Value; !note.Type.Is("string") || !note.Nullable {
+		t.Fatalf("a merge patch member in 3.0: %+v", note)
+	}
+	redocly.Lint(t, body)
+
+	// The 3.1 document of the same routes is as before.
+	cfg.OpenAPI = ""
+	doc31, err := openapi.New(cfg, route(), patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cursor := doc31.T().Paths.Value("/v1/things/{id}").Post.Responses.Status(http.StatusCreated).Value.Content.Get("application/json").Schema.Value.Properties["cursor"].Value; doc31.T().OpenAPI != "3.1.0" || !cursor.Type.Includes("null") || cursor.Nullable {
+		t.Fatalf("OpenAPI %s, cursor %+v", doc31.T().OpenAPI, cursor)
+	}
+
+	cfg.OpenAPI = openapi.Version30
+	cfg.License = &openapi.License{Name: "MIT or Apache 2.0", Identifier: "MIT OR Apache-2.0"}
+	if _, err := openapi.New(cfg, route()); err == nil {
+		t.Fatal("an SPDX expression was accepted for OpenAPI 3.0")
+	}
+	cfg.License, cfg.OpenAPI = nil, "3.2.0"
+	if _, err := openapi.New(cfg, route()); err == nil {
+		t.Fatal("OpenAPI 3.2.0 was accepted")
+	}
 }

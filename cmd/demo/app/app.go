@@ -229,12 +229,20 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	pay.Mount(v1)
 	provider.Mount(v1)
 	events.Ledger.Mount(v1)
-	spec, err := openapi.New(openapi.Config{Title: "retrysafe demo", Version: "1", Codes: engine.Codes()},
-		slices.Concat(ord.Describe("/v1", &legacy), trf.Describe("/v1"), pay.Describe(), provider.Describe("/v1"), events.Ledger.Describe("/v1"))...)
+	routes := slices.Concat(ord.Describe("/v1", &legacy), trf.Describe("/v1"), pay.Describe(), provider.Describe("/v1"), events.Ledger.Describe("/v1"))
+	specCfg := openapi.Config{Title: "retrysafe demo", Version: "1", Codes: engine.Codes()}
+	spec, err := openapi.New(specCfg, routes...)
 	if err != nil {
 		return nil, err
 	}
 	router.GET("/openapi.json", gin.WrapH(spec))
+	// The same API in OpenAPI 3.0, for generators that read 3.0 only.
+	specCfg.OpenAPI = openapi.Version30
+	spec30, err := openapi.New(specCfg, routes...)
+	if err != nil {
+		return nil, err
+	}
+	router.GET("/openapi-3.0.json", gin.WrapH(spec30))
 
 	return &App{DB: db, Engine: engine, Orders: ord, PostKeys: keys, Transfers: trf, Payments: pay, Sandbox: provider, Events: events, Registry: registry, router: router, logger: cfg.Logger}, nil
 }
