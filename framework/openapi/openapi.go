@@ -471,31 +471,41 @@ func keySchema() *openapi3.Schema {
 	return &openapi3.Schema{Type: types("string"), Pattern: `^(?:[A-Za-z0-9._:-]{1,255}|"[A-Za-z0-9._:-]{1,255}")$`}
 }
 
-// headerDoc describes a response header a route may name.
-func headerDoc(name string) (doc string, schema *openapi3.Schema) {
-	switch name {
-	case wire.HeaderIdempotentReplayed:
-		return "`true` when this answer repeats an earlier execution (whose answer may have been lost); absent otherwise.",
-			&openapi3.Schema{Type: types("string"), Enum: []any{"true"}}
-	case wire.HeaderIdempotencyKey:
-		return "The idempotency key of the request, echoed.", keySchema()
-	case "Location":
-		return "The URL of the resource.", &openapi3.Schema{Type: types("string"), Format: "uri-reference"}
-	case "ETag":
-		return "The strong entity tag of the representation; send it as If-Match.", stringSchema()
-	case "Retry-After":
-		return "Seconds to wait before retrying with the same ID or key. Sent on retryable answers only.",
-			&openapi3.Schema{Type: types("integer"), Min: new(float64)}
-	case "Deprecation":
-		return "RFC 9745: when this route was deprecated (`@` + Unix seconds).", stringSchema()
-	case "Sunset":
-		return "RFC 8594: when this route will be turned off.", stringSchema()
-	case "Link":
-		return "The successor of this deprecated route (`rel=\"successor-version\"`).", stringSchema()
-	case "WWW-Authenticate":
-		return "The authentication scheme (Bearer).", stringSchema()
+// headerDoc describes a response header a route may name. Header names
+// are case-insensitive, and a route may name one in any case (the POST
+// fallback's stored headers are canonicalized: "Etag"): name is the
+// spelling the document uses, the framework's for the headers it knows.
+func headerDoc(header string) (name, doc string, schema *openapi3.Schema) {
+	is := func(known string) bool {
+		if strings.EqualFold(header, known) {
+			name = known
+			return true
+		}
+		return false
 	}
-	return "", stringSchema()
+	switch {
+	case is(wire.HeaderIdempotentReplayed):
+		return name, "`true` when this answer repeats an earlier execution (whose answer may have been lost); absent otherwise.",
+			&openapi3.Schema{Type: types("string"), Enum: []any{"true"}}
+	case is(wire.HeaderIdempotencyKey):
+		return name, "The idempotency key of the request, echoed.", keySchema()
+	case is("Location"):
+		return name, "The URL of the resource.", &openapi3.Schema{Type: types("string"), Format: "uri-reference"}
+	case is("ETag"):
+		return name, "The strong entity tag of the representation; send it as If-Match.", stringSchema()
+	case is("Retry-After"):
+		return name, "Seconds to wait before retrying with the same ID or key. Sent on retryable answers only.",
+			&openapi3.Schema{Type: types("integer"), Min: new(float64)}
+	case is("Deprecation"):
+		return name, "RFC 9745: when this route was deprecated (`@` + Unix seconds).", stringSchema()
+	case is("Sunset"):
+		return name, "RFC 8594: when this route will be turned off.", stringSchema()
+	case is("Link"):
+		return name, "The successor of this deprecated route (`rel=\"successor-version\"`).", stringSchema()
+	case is("WWW-Authenticate"):
+		return name, "The authentication scheme (Bearer).", stringSchema()
+	}
+	return header, "", stringSchema()
 }
 
 func stringSchema() *openapi3.Schema { return &openapi3.Schema{Type: types("string")} }
@@ -506,8 +516,8 @@ func headers(names []string) openapi3.Headers {
 	}
 	out := openapi3.Headers{}
 	for _, n := range names {
-		doc, schema := headerDoc(n)
-		out[n] = &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+		name, doc, schema := headerDoc(n)
+		out[name] = &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
 			Description: doc, Schema: openapi3.NewSchemaRef("", schema)}}}
 	}
 	return out

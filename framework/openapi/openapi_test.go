@@ -350,3 +350,26 @@ func TestOpenAPI30(t *testing.T) {
 		t.Fatal("OpenAPI 3.2.0 was accepted")
 	}
 }
+
+// TestResponseHeadersInAnyCase: a route may name a response header in any
+// case (the POST fallback canonicalizes its stored headers: "Etag"); the
+// document describes it under the framework's spelling, with its
+// description, once.
+func TestResponseHeadersInAnyCase(t *testing.T) {
+	t.Parallel()
+	r := route()
+	r.Responses[0].Headers = []string{"Etag", "location", "IDEMPOTENT-REPLAYED", "X-Own"}
+	doc, err := openapi.New(openapi.Config{Title: "t", Version: "1"}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := doc.T().Paths.Value("/v1/things/{id}").Post.Responses.Status(http.StatusCreated).Value.Headers
+	if names := slices.Sorted(maps.Keys(got)); !slices.Equal(names, []string{"ETag", "Idempotent-Replayed", "Location", "X-Own"}) {
+		t.Fatalf("headers %v", names)
+	}
+	for _, h := range []string{"ETag", "Idempotent-Replayed", "Location"} {
+		if got[h].Value.Description == "" {
+			t.Fatalf("%s has no description", h)
+		}
+	}
+}
