@@ -24,6 +24,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/framework/openapi"
+	"github.com/retrysafe/retrysafe/framework/openapi/reference"
 	"github.com/retrysafe/retrysafe/framework/store"
 	_ "github.com/retrysafe/retrysafe/framework/store/storemysql"  // MariaDB (the MySQL family)
 	_ "github.com/retrysafe/retrysafe/framework/store/storepg"     // PostgreSQL
@@ -236,6 +237,11 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 		return nil, err
 	}
 	router.GET("/openapi.json", gin.WrapH(spec))
+	ref, err := reference.New(spec, reference.Config{})
+	if err != nil {
+		return nil, err
+	}
+	router.GET("/docs/*any", gin.WrapH(ref))
 	// The same API in OpenAPI 3.0, for generators that read 3.0 only.
 	specCfg.OpenAPI = openapi.Version30
 	spec30, err := openapi.New(specCfg, routes...)
