@@ -2,6 +2,9 @@ module github.com/retrysafe/retrysafe
 
 go 1.26.0
 
+// The TypeScript client's npm dependencies are not Go packages.
+ignore ./client/typescript/node_modules
+
 require (
 	github.com/XSAM/otelsql v0.44.0
 	github.com/cenkalti/backoff/v5 v5.0.3

@@ -64,16 +64,22 @@ func newSpecChecker(t testing.TB, next http.Handler) *specChecker {
 	return sc
 }
 
-// loadServedSpec fetches /openapi.json from h, parses it and validates it
-// as an OpenAPI 3.1 document.
-func loadServedSpec(t testing.TB, h http.Handler) *openapi3.T {
+// servedSpec returns the document h serves at /openapi.json.
+func servedSpec(t testing.TB, h http.Handler) []byte {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
 	if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 		t.Fatalf("GET /openapi.json: %d %s", rec.Code, rec.Header().Get("Content-Type"))
 	}
-	doc, err := openapi3.NewLoader().LoadFromData(rec.Body.Bytes())
+	return rec.Body.Bytes()
+}
+
+// loadServedSpec fetches /openapi.json from h, parses it and validates it
+// as an OpenAPI 3.1 document.
+func loadServedSpec(t testing.TB, h http.Handler) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(servedSpec(t, h))
 	if err != nil {
 		t.Fatalf("parse /openapi.json: %v", err)
 	}

@@ -35,16 +35,17 @@ const fakePending clientFault = 100
 // that are not Go (curl, Python) or that bring their own transport
 // (go-retryablehttp): the faults happen on a real connection. Each logical
 // operation (its Idempotency-Key, its PUT path, or "PATCH " and its path)
-// gets a plan; request n of it undergoes plan[n]. loseAnswer lets the demo
-// commit, then closes the connection without a byte of answer. The proxy
-// keeps the first real 2xx answer per operation and counts the requests of
-// each.
+// gets a plan (its own, or the one for every operation); request n of it
+// undergoes plan[n]. loseAnswer lets the demo commit, then closes the
+// connection without a byte of answer. The proxy keeps the first real 2xx
+// answer per operation and counts the requests of each.
 type faultProxy struct {
 	next http.Handler
 	srv  *httptest.Server
 
 	mu       sync.Mutex
 	plans    map[string][]clientFault
+	everyOp  []clientFault // the plan of an operation without one of its own
 	seen     map[string]int
 	original map[string][]byte
 }
@@ -61,6 +62,15 @@ func (p *faultProxy) setPlan(op string, plan ...clientFault) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.plans[op] = plan
+}
+
+// setEveryOp sets the plan of every operation that has none of its own:
+// its request n (counted from its first) undergoes plan[n]. nil lets
+// every request through.
+func (p *faultProxy) setEveryOp(plan ...clientFault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.everyOp = plan
 }
 
 func (p *faultProxy) requests(op string) int {
@@ -86,8 +96,12 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	n := p.seen[op]
 	p.seen[op]++
+	plan, ok := p.plans[op]
+	if !ok {
+		plan = p.everyOp
+	}
 	fault := passThrough
-	if plan := p.plans[op]; op != "" && n < len(plan) {
+	if op != "" && n < len(plan) {
 		fault = plan[n]
 	}
 	p.mu.Unlock()
