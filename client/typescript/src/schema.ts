@@ -1743,7 +1743,8 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    Etag?: string;
+                    /** @description The strong entity tag of the representation; send it as If-Match. */
+                    ETag?: string;
                     /** @description The idempotency key of the request, echoed. */
                     "Idempotency-Key"?: string;
                     /** @description `true` when this answer repeats an earlier execution (whose answer may have been lost); absent otherwise. */
@@ -2103,7 +2104,8 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    Etag?: string;
+                    /** @description The strong entity tag of the representation; send it as If-Match. */
+                    ETag?: string;
                     /** @description The idempotency key of the request, echoed. */
                     "Idempotency-Key"?: string;
                     /** @description `true` when this answer repeats an earlier execution (whose answer may have been lost); absent otherwise. */
