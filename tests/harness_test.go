@@ -16,6 +16,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/framework/store/storetest"
 	"github.com/retrysafe/retrysafe/internal/testclock"
 )
 
@@ -60,13 +61,20 @@ func losesAnswersQuickly(c *app.Config) {
 func newEnv(t testing.TB, dsn string, cfg ...func(*app.Config)) *env {
 	t.Helper()
 	c := testclock.New(time.Now().UTC())
-	conf := app.Config{DSN: dsn, Now: c.Now, DBClockOffset: c.Offset}
+	conf := app.Config{DSN: dsn, Now: c.Now}
 	for _, f := range cfg {
 		f(&conf)
 	}
-	a, err := app.New(context.Background(), conf)
+	// The database clock of the POST fallback's records moves with c.
+	db, err := app.Open(context.Background(), conf)
 	if err != nil {
-		t.Fatalf("app.New: %v", err)
+		t.Fatalf("app.Open: %v", err)
+	}
+	storetest.ShiftRecordClock(t, db, c.Offset)
+	a, err := app.NewOn(context.Background(), db, conf)
+	if err != nil {
+		_ = db.Close()
+		t.Fatalf("app.NewOn: %v", err)
 	}
 	srv := httptest.NewServer(newSpecChecker(t, a.Handler()))
 	t.Cleanup(func() {

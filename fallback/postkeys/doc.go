@@ -134,10 +134,11 @@
 // (statement_timestamp() on PostgreSQL, 'now' on SQLite), in the statement
 // that acts on them, never on a process clock: processes with skewed clocks
 // cannot take over live work, and no lease is computed from a time taken
-// before a pause. Tests do not sleep: [RecordStoreConfig].ClockOffset
-// shifts the database clock as the store reads it (nil in production), and
-// the tests pass their test clock's offset so that one Advance moves the
-// engine's clock and the database's together.
+// before a pause. Tests do not sleep: a test driver
+// (storetest.ShiftRecordClock) shifts the database clock as the record
+// statements read it, by their test clock's offset, so that one Advance
+// moves the engine's clock and the database's together; production
+// statements read the clock as it is.
 //
 // Each claim, reclaim and takeover draws a fencing token ([Record].Fence)
 // that never repeats for a key, across releases, re-claims and the

@@ -25,6 +25,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/store/storetest"
 	"github.com/retrysafe/retrysafe/internal/testclock"
 	"github.com/retrysafe/retrysafe/internal/testlog"
 	"github.com/retrysafe/retrysafe/migrations"
@@ -262,7 +263,9 @@ func setupOn(t *testing.T, db *store.DB, tweak func(*postkeys.Config, *widgets))
 		t.Fatal(err)
 	}
 	w := &widgets{db: db}
-	records, err := postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{ClockOffset: c.Offset})
+	// The database clock of the records moves with c.
+	storetest.ShiftRecordClock(t, db, c.Offset)
+	records, err := postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -298,13 +298,7 @@ type AuditParams struct {
 
 // RecordStoreConfig configures [NewRecordStore]. The zero value is ready to
 // use.
-type RecordStoreConfig struct {
-	// ClockOffset, when set, is added to the database clock in every
-	// statement, as if the database's clock ran that far ahead. For tests
-	// only: they move it to expire leases and replay windows instead of
-	// sleeping. Defaults to nil: the database clock as it is.
-	ClockOffset func() time.Duration
-}
+type RecordStoreConfig struct{}
 
 // NewRecordStore returns the [RecordStore] of db's database, on the tables
 // that migrations.Up creates: a thin layer over the SQL its driver holds
@@ -313,7 +307,7 @@ func NewRecordStore(db *store.DB, cfg RecordStoreConfig) (RecordStore, error) {
 	if db == nil || db.Driver == nil {
 		return nil, fmt.Errorf("postkeys: NewRecordStore needs a database")
 	}
-	return recordStore{db.Driver.Records(store.RecordsConfig{ClockOffset: cfg.ClockOffset})}, nil
+	return recordStore{db.Driver.Records()}, nil
 }
 
 // recordStore is the [RecordStore] on a driver's [store.Records]: it

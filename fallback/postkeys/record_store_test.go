@@ -9,6 +9,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/fallback/postkeys/recordstoretest"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/store/storetest"
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -36,7 +37,8 @@ func harnessOn(t *testing.T, db *store.DB) recordstoretest.Harness {
 		t.Fatal(err)
 	}
 	clock := &offsetClock{}
-	records, err := postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{ClockOffset: clock.Offset})
+	storetest.ShiftRecordClock(t, db, clock.Offset)
+	records, err := postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func (at *attempt) markLease(mono, clock time.Time) {
 // cannot shrink) plus however far the engine's clock moved meanwhile. In
 // production both count the same time, so the check is stricter than it
 // needs to be; with a test clock, the second is the shift tests apply to
-// the database clock too (RecordStoreConfig.ClockOffset), which the
+// the database clock too (storetest.ShiftRecordClock), which the
 // monotonic clock does not see.
 func (at *attempt) leaseCovers(need time.Duration) bool {
 	if at.leaseSent.IsZero() || need < 0 {

@@ -80,6 +80,19 @@
 // of docs/scaling.md, "Reads from replicas"), and under dbresolver pins
 // every other read through [DB.Gorm] to the primary.
 //
+// The idempotency records' statements read the database clock as it is:
+// no argument of theirs can move it. The framework's tests, which must end
+// leases, replay windows and TTLs without sleeping, run them with a test
+// driver instead: storetest.ShiftRecordClock replaces a DB's Driver by the
+// same driver whose records spell the clock moved ahead by an argument the
+// test controls. Each driver reaches it through an accessor of the
+// store's internal recordsql package (its Respellable, which names
+// internal types, so no application can use it); nothing else of the
+// driver changes, and no Config carries a test clock. The choice keeps
+// the production SQL free of a test parameter, and the test driver
+// exercises the very templates production runs, with the clock spelled
+// once more around them.
+//
 // The contract every driver passes is the suite in storetest;
 // docs/design-notes.md ("The storage seam") says where each statement
 // lives and how a database is added.

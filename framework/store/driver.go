@@ -78,7 +78,7 @@ type Driver interface {
 	// Records returns the SQL of the idempotency records in this
 	// database's spelling ([Records]), on the tables of the driver's
 	// migrations.
-	Records(cfg RecordsConfig) Records
+	Records() Records
 	// Outbox returns the statements of the transactional outbox on this
 	// database ([Outbox]).
 	Outbox() Outbox

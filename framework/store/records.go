@@ -20,9 +20,10 @@ import (
 //
 // Every driver keeps these rules, which the contract suite (storetest,
 // running fallback/postkeys/recordstoretest) checks:
-//   - Times are the database's clock (shifted by [RecordsConfig].ClockOffset),
-//     read by the statement itself; no method takes a time from the
-//     process.
+//   - Times are the database's clock, read by the statement itself; no
+//     method takes a time from the process. (The framework's tests move
+//     that clock with a test driver, storetest.ShiftRecordClock, never
+//     through an argument of the production statements.)
 //   - A claim and a takeover are each one statement against the primary
 //     key (tenant, operation, key) and hand out a fence token that was
 //     never handed out for that key before, not even after a release or
@@ -106,16 +107,6 @@ type Records interface {
 	// GetOperation reads what the last service to publish operation
 	// declared of it; found is false when none did.
 	GetOperation(ctx context.Context, db *gorm.DB, operation string) (op RecordOperation, found bool, err error)
-}
-
-// RecordsConfig configures [Driver.Records]. The zero value is ready to
-// use.
-type RecordsConfig struct {
-	// ClockOffset, when set, is added to the database clock in every
-	// statement, as if the database's clock ran that far ahead. For tests
-	// only: they move it to expire leases and replay windows instead of
-	// sleeping. Defaults to nil: the database clock as it is.
-	ClockOffset func() time.Duration
 }
 
 // RecordKey is a record's primary key.

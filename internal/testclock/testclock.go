@@ -18,7 +18,7 @@ type Clock struct {
 func New(start time.Time) *Clock { return &Clock{now: start, start: start} }
 
 // Offset returns how far the clock was advanced since New. Pass it where
-// a shift of the database clock is wanted (a record store's ClockOffset),
+// a shift of the database clock is wanted (storetest.ShiftRecordClock),
 // so that one Advance moves both clocks.
 func (c *Clock) Offset() time.Duration {
 	c.mu.Lock()

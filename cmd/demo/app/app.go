@@ -69,10 +69,6 @@ type Config struct {
 	// PostKeys configures the POST fallback (leases, waits, worker
 	// intervals, test fail points). Defaults to [postkeys.Config]'s.
 	PostKeys postkeys.Config
-	// DBClockOffset, for tests only, shifts the database clock that the
-	// POST fallback's leases and expiry read (see
-	// postkeys.RecordStoreConfig.ClockOffset). Defaults to nil.
-	DBClockOffset func() time.Duration
 	// ProviderTimeout bounds one call of payments to the sandbox provider.
 	// Defaults to [payments.DefaultProviderTimeout] (2s).
 	ProviderTimeout time.Duration
@@ -122,32 +118,52 @@ type App struct {
 	logger   *slog.Logger
 }
 
-// New opens the database, applies migrations and builds the router.
+// New opens the database ([Open]) and builds the app on it ([NewOn]).
 func New(ctx context.Context, cfg Config) (*App, error) {
+	db, err := Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a, err := NewOn(ctx, db, cfg)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Open opens the database of cfg.DSN as [New] does: with cfg.Store, its
+// LockTimeout, Logger and TracerProvider taken from cfg.
+func Open(ctx context.Context, cfg Config) (*store.DB, error) {
 	if cfg.DSN == "" {
 		return nil, errors.New("app: Config.DSN is required")
 	}
+	cfg = cfg.withDefaults()
+	storeCfg := cfg.Store
+	storeCfg.LockTimeout, storeCfg.Logger, storeCfg.TracerProvider = cfg.LockTimeout, cfg.Logger, cfg.TracerProvider
+	return store.Open(ctx, cfg.DSN, storeCfg)
+}
+
+// NewOn applies the migrations to db, opened by [Open], and builds the
+// app on it; the app's Close closes db. The black-box tests give db a test
+// driver in between, which moves the database clock of the POST
+// fallback's records (storetest.ShiftRecordClock).
+func NewOn(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
+	return build(ctx, db, cfg.withDefaults())
+}
+
+// withDefaults is cfg with the defaults of its unset fields.
+func (cfg Config) withDefaults() Config {
 	if cfg.Tokens == nil {
 		cfg.Tokens = DefaultTokens()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	storeCfg := cfg.Store
 	if cfg.TracerProvider == nil {
 		cfg.TracerProvider = noop.NewTracerProvider()
 	}
-	storeCfg.LockTimeout, storeCfg.Logger, storeCfg.TracerProvider = cfg.LockTimeout, cfg.Logger, cfg.TracerProvider
-	db, err := store.Open(ctx, cfg.DSN, storeCfg)
-	if err != nil {
-		return nil, err
-	}
-	a, err := build(ctx, db, cfg)
-	if err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	return a, nil
+	return cfg
 }
 
 func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
@@ -173,11 +189,6 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	ord, err := orders.New(engine)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.PostKeys.Records == nil {
-		if cfg.PostKeys.Records, err = postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{ClockOffset: cfg.DBClockOffset}); err != nil {
-			return nil, err
-		}
 	}
 	keys, err := postkeys.New(engine, cfg.PostKeys)
 	if err != nil {

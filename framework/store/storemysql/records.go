@@ -11,9 +11,29 @@ import (
 // Records returns the idempotency records' SQL on the MySQL family: the
 // portable statements in MariaDB's spelling, with the three claims it
 // spells otherwise (records, below).
-func (Driver) Records(cfg store.RecordsConfig) store.Records {
-	return recordsql.New(records, Driver{}.Classify, cfg)
+func (Driver) Records() store.Records { return recordsql.New(records, Driver{}.Classify) }
+
+// WithRecordSpelling is the accessor through which the framework's tests
+// move the database clock that the records read
+// (storetest.ShiftRecordClock; [recordsql.Respellable]): d, with the
+// records of edit(their spelling).
+func (d Driver) WithRecordSpelling(edit func(recordsql.Spelling) recordsql.Spelling) store.Driver {
+	if edit == nil {
+		return d
+	}
+	return respelled{d, recordsql.New(edit(records), d.Classify)}
 }
+
+// respelled is a Driver with the records of another spelling: every other
+// method is the Driver's.
+type respelled struct {
+	Driver
+	records store.Records
+}
+
+func (r respelled) Records() store.Records { return r.records }
+
+var _ recordsql.Respellable = Driver{}
 
 // records is the record SQL of the MySQL family (MariaDB 10.7+), in
 // one place. The clock is UTC_TIMESTAMP(6), which no session time zone
@@ -40,10 +60,15 @@ func (Driver) Records(cfg store.RecordsConfig) store.Records {
 // Never INSERT IGNORE: it turns every error of the statement (a value that
 // does not fit, a NOT NULL) into a warning and stores what it can.
 var records = recordsql.Spelling{
-	Now:        "(UTC_TIMESTAMP(6) + INTERVAL @off MICROSECOND)",
-	Plus:       "(UTC_TIMESTAMP(6) + INTERVAL (@off + @%s) MICROSECOND)",
+	Clock: func(shifts ...string) string {
+		clock := "UTC_TIMESTAMP(6)"
+		for _, d := range shifts {
+			clock = "(" + clock + " + INTERVAL @" + d + " MICROSECOND)"
+		}
+		return clock
+	},
 	NextFence:  "NEXTVAL(idempotency_records_fence_seq)",
-	AgeSeconds: "(TIMESTAMPDIFF(MICROSECOND, %s, UTC_TIMESTAMP(6) + INTERVAL @off MICROSECOND) / 1000000.0)",
+	AgeSeconds: "(TIMESTAMPDIFF(MICROSECOND, {time}, {now}) / 1000000.0)",
 	Duration:   func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) },
 	Integer:    "SIGNED",
 	DrawFence:  "SELECT NEXTVAL(idempotency_records_fence_seq)",

@@ -13,15 +13,40 @@ import (
 // statement arrived, not the transaction's start, which a stalled
 // transaction would keep old) and fences from a sequence. Get is a
 // numbered statement with no gorm statement built.
-func (Driver) Records(cfg store.RecordsConfig) store.Records {
-	return recordsql.New(records, Driver{}.Classify, cfg)
+func (Driver) Records() store.Records { return recordsql.New(records, Driver{}.Classify) }
+
+// WithRecordSpelling is the accessor through which the framework's tests
+// move the database clock that the records read
+// (storetest.ShiftRecordClock; [recordsql.Respellable]): d, with the
+// records of edit(their spelling).
+func (d Driver) WithRecordSpelling(edit func(recordsql.Spelling) recordsql.Spelling) store.Driver {
+	if edit == nil {
+		return d
+	}
+	return respelled{d, recordsql.New(edit(records), d.Classify)}
 }
 
+// respelled is a Driver with the records of another spelling: every other
+// method is the Driver's.
+type respelled struct {
+	Driver
+	records store.Records
+}
+
+func (r respelled) Records() store.Records { return r.records }
+
+var _ recordsql.Respellable = Driver{}
+
 var records = recordsql.Spelling{
-	Now:        "(statement_timestamp() + CAST(@off AS interval))",
-	Plus:       "(statement_timestamp() + CAST(@off AS interval) + CAST(@%s AS interval))",
+	Clock: func(shifts ...string) string {
+		clock := "statement_timestamp()"
+		for _, d := range shifts {
+			clock = "(" + clock + " + CAST(@" + d + " AS interval))"
+		}
+		return clock
+	},
 	NextFence:  "nextval('idempotency_records_fence_seq')",
-	AgeSeconds: "CAST(EXTRACT(EPOCH FROM (statement_timestamp() + CAST(@off AS interval) - %s)) AS DOUBLE PRECISION)",
+	AgeSeconds: "CAST(EXTRACT(EPOCH FROM ({now} - {time})) AS DOUBLE PRECISION)",
 	Duration:   func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) + " microseconds" },
 	Numbered:   true,
 	Rows:       Driver{},

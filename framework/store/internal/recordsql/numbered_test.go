@@ -2,6 +2,7 @@ package recordsql
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,23 +38,37 @@ func TestPositionalArgs(t *testing.T) {
 // TestNumberedStatementsHaveEveryArgument: the numbered statements are
 // sent with their arguments by position, where a name the statement uses
 // and its arguments lack would go out as NULL without an error; every
-// name of get has its argument.
+// name of get has its argument, with the clock as a driver spells it and
+// moved as storetest moves it (Bind).
 func TestNumberedStatementsHaveEveryArgument(t *testing.T) {
 	for _, positional := range []bool{false, true} {
-		testStatementsHaveEveryArgument(t, positional)
+		for _, moved := range []bool{false, true} {
+			testStatementsHaveEveryArgument(t, positional, moved)
+		}
 	}
 }
 
-func testStatementsHaveEveryArgument(t *testing.T, positional bool) {
-	s := New(Spelling{
-		Now:        "(clock() + @off)",
-		Plus:       "(clock() + @off + @%s)",
+func testStatementsHaveEveryArgument(t *testing.T, positional, moved bool) {
+	sp := Spelling{
+		Clock: func(shifts ...string) string {
+			clock := "clock()"
+			for _, d := range shifts {
+				clock = "(" + clock + " + @" + d + ")"
+			}
+			return clock
+		},
 		NextFence:  "next_fence()",
-		AgeSeconds: "age(%s, @off)",
+		AgeSeconds: "age({time}, {now})",
 		Duration:   func(d time.Duration) string { return d.String() },
 		Numbered:   !positional,
 		Positional: positional,
-	}, nil, store.RecordsConfig{}).(*records)
+	}
+	if moved {
+		clock := sp.Clock
+		sp.Clock = func(shifts ...string) string { return clock(append([]string{"moved"}, shifts...)...) }
+		sp.Bind = func(args map[string]any) { args["moved"] = "1h" }
+	}
+	s := New(sp, nil).(*records)
 	args := map[string]map[string]any{
 		"get": s.args(store.RecordKey{Tenant: "t", Operation: "o", Key: "k"}, nil),
 	}
@@ -63,6 +78,9 @@ func testStatementsHaveEveryArgument(t *testing.T, positional bool) {
 	for name, q := range s.numbered {
 		if len(q.names) == 0 {
 			t.Errorf("%s: no numbered arguments: %s", name, q.sql)
+		}
+		if uses := slices.Contains(q.names, "moved"); uses != moved {
+			t.Errorf("%s: moved clock %v, but the statement names it: %v (%s)", name, moved, uses, q.sql)
 		}
 		for _, arg := range q.names {
 			if _, ok := args[name][arg]; !ok {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -17,17 +16,18 @@ import (
 // New returns the [store.Records] of the spelling s, whose driver
 // classifies errors with classify (its [store.Driver.Classify]). Its SQL
 // is built once, here.
-func New(s Spelling, classify func(error) error, cfg store.RecordsConfig) store.Records {
+func New(s Spelling, classify func(error) error) store.Records {
+	now := s.Clock()
 	r := strings.NewReplacer(
-		"{now}", s.Now,
-		"{lease}", fmt.Sprintf(s.Plus, "lease"),
-		"{ttl}", fmt.Sprintf(s.Plus, "ttl"),
-		"{older}", fmt.Sprintf(s.Plus, "older"),
+		"{now}", now,
+		"{lease}", s.Clock("lease"),
+		"{ttl}", s.Clock("ttl"),
+		"{older}", s.Clock("older"),
 		"{next_fence}", s.NextFence,
 		"{int}", cmp.Or(s.Integer, "INTEGER"),
-		"{age_of_oldest}", fmt.Sprintf(s.AgeSeconds, "MIN(created_at)"),
+		"{age_of_oldest}", strings.NewReplacer("{now}", now, "{time}", "MIN(created_at)").Replace(s.AgeSeconds),
 	)
-	rs := &records{s: s, classify: classify, offset: cfg.ClockOffset, sql: map[string]string{}}
+	rs := &records{s: s, classify: classify, sql: map[string]string{}}
 	for name, q := range templates {
 		rs.sql[name] = r.Replace(q)
 	}
@@ -47,7 +47,6 @@ func New(s Spelling, classify func(error) error, cfg store.RecordsConfig) store.
 type records struct {
 	s        Spelling
 	classify func(error) error
-	offset   func() time.Duration
 	sql      map[string]string
 	// numbered holds, where the spelling says so, the hot read (get) with
 	// numbered or positional placeholders, run without building a gorm
@@ -57,16 +56,15 @@ type records struct {
 
 var _ store.Records = (*records)(nil)
 
-// args returns the named arguments of one statement: the clock offset and
-// the record's key, plus more.
+// args returns the named arguments of one statement: the record's key,
+// plus more (and those the spelling binds, [Spelling.Bind]).
 func (s *records) args(id store.RecordKey, more map[string]any) map[string]any {
-	var off time.Duration
-	if s.offset != nil {
-		off = s.offset()
-	}
-	args := map[string]any{"off": s.s.Duration(off), "tenant": id.Tenant, "operation": id.Operation, "key": id.Key}
+	args := map[string]any{"tenant": id.Tenant, "operation": id.Operation, "key": id.Key}
 	for k, v := range more {
 		args[k] = v
+	}
+	if s.s.Bind != nil {
+		s.s.Bind(args)
 	}
 	return args
 }

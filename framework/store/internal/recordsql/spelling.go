@@ -7,21 +7,23 @@ import (
 )
 
 // Spelling is every spelling of the record SQL that differs between
-// databases: the database clock, a time a duration from it, the next
+// databases: the database clock and a time a duration from it, the next
 // fence token, and an age in seconds; whether the hot statements run
 // numbered; and the statements a database writes otherwise. Everything
 // else (ON CONFLICT … DO UPDATE … WHERE … RETURNING, row values) is
 // written once, in this package's templates.
 type Spelling struct {
-	// Now is the database clock, shifted by the named argument @off.
-	Now string
-	// Plus is Now + the named argument %s (a duration).
-	Plus string
+	// Clock spells the database clock moved ahead by the durations named
+	// (each a named argument, spelled with Duration), in this order; with
+	// none, the database clock itself. Every time a statement reads or
+	// sets is Clock's.
+	Clock func(shifts ...string) string
 	// NextFence hands out the next fence token.
 	NextFence string
-	// AgeSeconds is the age in seconds of the time expression %s.
+	// AgeSeconds is the age in seconds of the time expression {time} on
+	// the clock {now}.
 	AgeSeconds string
-	// Duration spells a duration as the argument Now and Plus take.
+	// Duration spells a duration as the named arguments of Clock.
 	Duration func(time.Duration) string
 	// Numbered: the hot read (get) runs with numbered placeholders, with
 	// no gorm statement built (PostgreSQL; SQLite, which takes $n too).
@@ -49,6 +51,24 @@ type Spelling struct {
 	// {int}) and named arguments, and may build on [ClaimColumns] and
 	// [KeyWhere].
 	Statements map[string]string
+	// Bind, when set, adds to the arguments of every statement the ones
+	// that Clock names beyond the statement's own: the framework's tests
+	// move the clock this way (storetest.ShiftRecordClock, through
+	// [Respellable]). The drivers set none: their statements read the
+	// database clock as it is.
+	Bind func(args map[string]any)
+}
+
+// Respellable is the accessor every driver implements so that the
+// framework's tests can run its record statements in another spelling,
+// the database clock moved ahead (storetest.ShiftRecordClock). Its types
+// are internal: an application can neither implement it nor call it with
+// anything but nil, which changes nothing.
+type Respellable interface {
+	// WithRecordSpelling returns the driver with the records of
+	// edit(its spelling) and nothing else changed (the driver itself when
+	// edit is nil).
+	WithRecordSpelling(edit func(Spelling) Spelling) store.Driver
 }
 
 // recordColumns are the columns of a record as the reading statements
