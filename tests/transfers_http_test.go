@@ -16,7 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
-	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/transfers"
 )
@@ -54,13 +54,24 @@ func (e *env) wantBalance(token, name string, want int64) {
 }
 
 // transferRecord reads the idempotency record of a transfer key.
-func (e *env) transferRecord(tenant, key string) postkeys.Record {
+func (e *env) transferRecord(tenant, key string) store.RecordRow {
 	e.t.Helper()
 	rec, found, err := e.app.PostKeys.Lookup(e.t.Context(), tenant, transfers.Operation, key)
 	if err != nil || !found {
 		e.t.Fatalf("record %s/%s: found %v, err %v", tenant, key, found, err)
 	}
 	return rec
+}
+
+// storedHeader is the response header rec stores (the POST fallback keeps
+// it as a JSON object).
+func storedHeader(t testing.TB, rec store.RecordRow) http.Header {
+	t.Helper()
+	var h http.Header
+	if err := json.Unmarshal([]byte(rec.ResponseHeaders), &h); err != nil {
+		t.Fatalf("stored header %q: %v", rec.ResponseHeaders, err)
+	}
+	return h
 }
 
 func (e *env) wantNoTransferState() {
@@ -107,9 +118,9 @@ func TestTransferCreateAndReplay(t *testing.T) {
 			t.Fatalf("transfers = %d", n)
 		}
 		rec := e.transferRecord("acme", "tr-1")
-		if rec.State != postkeys.StateCompleted || rec.ResponseStatus != http.StatusCreated || rec.ResourceRef != id ||
+		if rec.State != store.RecordCompleted || rec.ResponseStatus != http.StatusCreated || rec.ResourceRef != id ||
 			!bytes.Equal(rec.ResponseBody, first.Body) || rec.Attempt != 1 || rec.FingerprintVersion != 1 ||
-			rec.ResponseHeader.Get("Content-Type") != first.Header.Get("Content-Type") {
+			storedHeader(t, rec).Get("Content-Type") != first.Header.Get("Content-Type") {
 			t.Fatalf("record %+v", rec)
 		}
 
@@ -172,7 +183,7 @@ func TestTransferCurrencyMismatchIsStoredAndReplayed(t *testing.T) {
 			t.Fatalf("transfers = %d", n)
 		}
 		rec := e.transferRecord("acme", "t2")
-		if rec.State != postkeys.StateCompleted || rec.ErrorCode != "currency_mismatch" || rec.ResponseStatus != http.StatusConflict ||
+		if rec.State != store.RecordCompleted || rec.ErrorCode != "currency_mismatch" || rec.ResponseStatus != http.StatusConflict ||
 			!bytes.Equal(rec.ResponseBody, first.Body) {
 			t.Fatalf("record %+v", rec)
 		}

@@ -25,12 +25,12 @@ func janitorRun(c *cli, fs *flag.FlagSet) func(context.Context, []string) error 
 		if len(args) > 0 || *batch <= 0 {
 			return usageErr("usage: janitor run [-dry-run] [-batch N] (a positive batch)")
 		}
-		db, records, err := c.openRecords(ctx)
+		db, err := c.openRecords(ctx)
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		expired, err := records.CountExpired(ctx, db.Gorm)
+		expired, err := db.Driver.Records().CountExpired(ctx, db.Gorm)
 		if err != nil {
 			return db.Classify(err)
 		}
@@ -42,7 +42,7 @@ func janitorRun(c *cli, fs *flag.FlagSet) func(context.Context, []string) error 
 			return nil
 		}
 		bar := c.bar(expired, "deleting expired records")
-		stats, err := postkeys.Cleanup(ctx, db, records, *batch, func(n int64) { _ = bar.Add64(n) })
+		stats, err := postkeys.Cleanup(ctx, db, *batch, func(n int64) { _ = bar.Add64(n) })
 		_ = bar.Finish()
 		if err != nil {
 			return err

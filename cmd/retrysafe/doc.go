@@ -17,7 +17,7 @@
 // URL; DATABASE_URL when -db is absent), -json (output for scripts, and no
 // progress bar), -timeout and -connect-timeout. It goes through the
 // framework's storage seam (store.Open) and its library calls
-// (postkeys.Resolve, postkeys.Cleanup, RecordStore.List, outbox.ListParked,
+// (postkeys.Resolve, postkeys.Cleanup, store.Records.List, outbox.ListParked,
 // outbox.Requeue, outbox.ReadStats, migrations.Status): an application's
 // own tooling calls the same functions.
 //

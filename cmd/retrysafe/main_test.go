@@ -301,18 +301,15 @@ func mailService(t *testing.T, db *store.DB) {
 // failed after its first phase does.
 func unknownRecord(t *testing.T, db *store.DB, operation, key string) {
 	t.Helper()
-	records, err := postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := postkeys.RecordID{Tenant: "acme", Operation: operation, Key: key}
-	err = db.Write(context.Background(), func(tx *gorm.DB) error {
-		c, ok, err := records.Insert(context.Background(), tx, postkeys.ClaimParams{ID: id, Fingerprint: "v1:x",
-			FingerprintVersion: 1, Lease: time.Minute, TTL: time.Hour})
+	records := db.Driver.Records()
+	id := store.RecordKey{Tenant: "acme", Operation: operation, Key: key}
+	err := db.Write(context.Background(), func(tx *gorm.DB) error {
+		c, ok, err := records.Insert(context.Background(), tx, &store.RecordClaimParams{ID: id, Fingerprint: "v1:x",
+			FingerprintVersion: 1, Point: postkeys.PointStarted, Lease: time.Minute, TTL: time.Hour})
 		if err != nil || !ok {
 			return fmt.Errorf("claim: %v, %w", ok, err)
 		}
-		if ok, err = records.MarkUnknown(context.Background(), tx, postkeys.MarkUnknownParams{ID: id, Fence: c.Fence}); err != nil || !ok {
+		if ok, err = records.MarkUnknown(context.Background(), tx, &store.RecordMarkUnknownParams{ID: id, Fence: c.Fence}); err != nil || !ok {
 			return fmt.Errorf("mark unknown: %v, %w", ok, err)
 		}
 		return nil

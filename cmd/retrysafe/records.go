@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
@@ -48,39 +49,31 @@ type responseJSON struct {
 	Truncated bool        `json:"truncated"`
 }
 
-func toJSON(r postkeys.Record, showKey, withResponse bool) recordJSON {
-	out := recordJSON{Tenant: r.Tenant, Operation: r.Operation, KeySHA256: framework.KeyHash(r.Key), State: string(r.State),
+func toJSON(r store.RecordRow, showKey, withResponse bool) recordJSON {
+	out := recordJSON{Tenant: r.ID.Tenant, Operation: r.ID.Operation, KeySHA256: framework.KeyHash(r.ID.Key), State: string(r.State),
 		RecoveryPoint: r.RecoveryPoint, Attempt: r.Attempt, Fence: r.Fence, LeaseExpired: r.LeaseExpired, Expired: r.Expired,
 		ResourceRef: r.ResourceRef, ErrorCode: r.ErrorCode, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ExpiresAt: r.ExpiresAt}
 	if showKey {
-		out.Key = r.Key
+		out.Key = r.ID.Key
 	}
 	if !r.LockedUntil.IsZero() {
 		t := r.LockedUntil
 		out.LockedUntil = &t
 	}
 	if withResponse && r.ResponseStatus != 0 {
-		out.Response = &responseJSON{Status: r.ResponseStatus, Header: r.ResponseHeader, Body: string(r.ResponseBody), Truncated: r.Truncated}
+		// The POST fallback stores the header as a JSON object.
+		var header http.Header
+		_ = json.Unmarshal([]byte(r.ResponseHeaders), &header)
+		out.Response = &responseJSON{Status: r.ResponseStatus, Header: header, Body: string(r.ResponseBody), Truncated: r.Truncated}
 	}
 	return out
 }
 
-// openRecords opens the migrated database and its record store.
-func (c *cli) openRecords(ctx context.Context) (*store.DB, postkeys.RecordStore, error) {
-	db, err := c.open(ctx, false, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	records, err := postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{})
-	if err != nil {
-		_ = db.Close()
-		return nil, nil, err
-	}
-	return db, records, nil
-}
+// openRecords opens the migrated database.
+func (c *cli) openRecords(ctx context.Context) (*store.DB, error) { return c.open(ctx, false, true) }
 
 func recordsList(c *cli, fs *flag.FlagSet) func(context.Context, []string) error {
-	var p postkeys.ListParams
+	var p store.RecordListParams
 	var state string
 	fs.StringVar(&p.Tenant, "tenant", "", "only this tenant's records")
 	fs.StringVar(&p.Operation, "operation", "", `only this operation's records ("payments.create")`)
@@ -92,21 +85,21 @@ func recordsList(c *cli, fs *flag.FlagSet) func(context.Context, []string) error
 		if len(args) > 0 {
 			return usageErr("records list takes no arguments, got %q", args)
 		}
-		switch postkeys.State(state) {
-		case "", postkeys.StateInProgress, postkeys.StateUnknown, postkeys.StateCompleted:
-			p.State = postkeys.State(state)
+		switch store.RecordState(state) {
+		case "", store.RecordInProgress, store.RecordUnknown, store.RecordCompleted:
+			p.State = store.RecordState(state)
 		default:
 			return usageErr("-state %q: want in_progress, unknown or completed", state)
 		}
 		if p.Limit <= 0 || p.OlderThan < 0 {
 			return usageErr("-limit must be positive and -older-than not negative")
 		}
-		db, records, err := c.openRecords(ctx)
+		db, err := c.openRecords(ctx)
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		recs, err := records.List(ctx, db.Gorm, p)
+		recs, err := db.Driver.Records().List(ctx, db.Gorm, &p)
 		if err != nil {
 			return db.Classify(err)
 		}
@@ -146,15 +139,15 @@ func lease(r recordJSON) string {
 }
 
 // recordFlags declares the flags that name one record.
-func recordFlags(fs *flag.FlagSet) *postkeys.RecordID {
-	var id postkeys.RecordID
+func recordFlags(fs *flag.FlagSet) *store.RecordKey {
+	var id store.RecordKey
 	fs.StringVar(&id.Tenant, "tenant", "", "the record's tenant (required)")
 	fs.StringVar(&id.Operation, "operation", "", `the record's operation, e.g. "payments.create" (required)`)
 	fs.StringVar(&id.Key, "key", "", "the idempotency key (required)")
 	return &id
 }
 
-func checkID(id *postkeys.RecordID, args []string) error {
+func checkID(id *store.RecordKey, args []string) error {
 	if len(args) > 0 {
 		return usageErr("unexpected arguments %q", args)
 	}
@@ -170,12 +163,12 @@ func recordsShow(c *cli, fs *flag.FlagSet) func(context.Context, []string) error
 		if err := checkID(id, args); err != nil {
 			return err
 		}
-		db, records, err := c.openRecords(ctx)
+		db, err := c.openRecords(ctx)
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		rec, found, err := records.Get(ctx, db.Gorm, *id)
+		rec, found, err := db.Driver.Records().Get(ctx, db.Gorm, &store.RecordGetParams{ID: *id})
 		if err != nil {
 			return db.Classify(err)
 		}
@@ -238,13 +231,13 @@ func recordsResolve(c *cli, fs *flag.FlagSet) func(context.Context, []string) er
 		} else if body != "" {
 			p.Body = []byte(body)
 		}
-		db, records, err := c.openRecords(ctx)
+		db, err := c.openRecords(ctx)
 		if err != nil {
 			return err
 		}
 		defer db.Close()
 		var published bool
-		if p.Codes, published, err = postkeys.PublishedCodes(ctx, db, records, p.ID.Operation); err != nil {
+		if p.Codes, published, err = postkeys.PublishedCodes(ctx, db, p.ID.Operation); err != nil {
 			return err
 		}
 		if _, known := p.Codes.Lookup(p.Code); p.Outcome == postkeys.OutcomeFailed && !known && !published {
@@ -252,7 +245,7 @@ func recordsResolve(c *cli, fs *flag.FlagSet) func(context.Context, []string) er
 				"(a service publishes its operations' codes when its postkeys adapter starts, or with Adapter.PublishOperations)",
 				p.Code, p.ID.Operation)
 		}
-		res, err := postkeys.Resolve(ctx, db, records, p)
+		res, err := postkeys.Resolve(ctx, db, p)
 		if err != nil {
 			return err
 		}

@@ -101,14 +101,11 @@ func TestJanitorRun(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		db := migrated(t, dsn)
-		records, err := postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		records := db.Driver.Records()
 		for i := range 5 {
-			id := postkeys.RecordID{Tenant: "acme", Operation: "op", Key: fmt.Sprint("k", i)}
-			c, ok, err := records.Insert(ctx, db.Gorm, postkeys.ClaimParams{ID: id, Fingerprint: "f", FingerprintVersion: 1,
-				Lease: time.Minute, TTL: time.Hour})
+			id := store.RecordKey{Tenant: "acme", Operation: "op", Key: fmt.Sprint("k", i)}
+			c, ok, err := records.Insert(ctx, db.Gorm, &store.RecordClaimParams{ID: id, Fingerprint: "f", FingerprintVersion: 1,
+				Point: postkeys.PointStarted, Lease: time.Minute, TTL: time.Hour})
 			if err != nil || !ok {
 				t.Fatal(ok, err)
 			}
@@ -119,8 +116,8 @@ func TestJanitorRun(t *testing.T) {
 			if i == 3 {
 				continue // stays in progress
 			}
-			if ok, err := records.Complete(ctx, db.Gorm, postkeys.CompleteParams{ID: id, Fence: c.Fence, Status: http.StatusOK,
-				Body: []byte(`{}`), TTL: ttl}); err != nil || !ok {
+			if ok, err := records.Complete(ctx, db.Gorm, &store.RecordCompleteParams{ID: id, Fence: c.Fence,
+				RecordOutcome: store.RecordOutcome{Status: http.StatusOK, Body: []byte(`{}`), TTL: ttl}}); err != nil || !ok {
 				t.Fatal(ok, err)
 			}
 		}

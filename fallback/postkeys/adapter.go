@@ -24,7 +24,7 @@ type Adapter struct {
 	db      *store.DB
 	cfg     Config
 	logger  *slog.Logger
-	records RecordStore
+	records store.Records
 	stored  map[string]bool
 
 	oldestInProgress prometheus.Gauge
@@ -48,13 +48,7 @@ func New(e *framework.Engine, cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	records := cfg.Records
-	if records == nil {
-		if records, err = NewRecordStore(e.DB(), RecordStoreConfig{}); err != nil {
-			return nil, err
-		}
-	}
-	a := &Adapter{engine: e, db: e.DB(), cfg: cfg, logger: e.Logger(), records: records, ops: map[string]*operation{},
+	a := &Adapter{engine: e, db: e.DB(), cfg: cfg, logger: e.Logger(), records: e.DB().Driver.Records(), ops: map[string]*operation{},
 		stored: map[string]bool{}}
 	for _, h := range cfg.StoredHeaders {
 		a.stored[h] = true
@@ -90,14 +84,16 @@ func (a *Adapter) operation(name string) *operation {
 }
 
 // Lookup returns the live record of (tenant, operation, key); found is
-// false when there is none or it has expired on the database clock.
-func (a *Adapter) Lookup(ctx context.Context, tenant, operation, key string) (rec Record, found bool, err error) {
-	rec, found, err = a.records.Get(ctx, a.db.Gorm, RecordID{tenant, operation, key})
+// false when there is none or it has expired on the database clock. The
+// record's ResponseHeaders is the stored header as a JSON object
+// (http.Header).
+func (a *Adapter) Lookup(ctx context.Context, tenant, operation, key string) (rec store.RecordRow, found bool, err error) {
+	rec, found, err = a.records.Get(ctx, a.db.Gorm, &store.RecordGetParams{ID: store.RecordKey{Tenant: tenant, Operation: operation, Key: key}})
 	if err != nil {
-		return Record{}, false, a.db.Classify(err)
+		return store.RecordRow{}, false, a.db.Classify(err)
 	}
 	if found && rec.Expired {
-		return Record{}, false, nil
+		return store.RecordRow{}, false, nil
 	}
 	return rec, found, nil
 }
@@ -149,7 +145,7 @@ func (a *Adapter) rejection(err error) storedResponse {
 }
 
 // logTransition writes the one structured event of a state transition.
-func (a *Adapter) logTransition(ctx context.Context, at *attempt, event string, state State, status int, replayed bool, extra ...slog.Attr) {
+func (a *Adapter) logTransition(ctx context.Context, at *attempt, event string, state store.RecordState, status int, replayed bool, extra ...slog.Attr) {
 	if !a.logger.Enabled(ctx, slog.LevelInfo) {
 		return // no key hash and no attributes for a logger that drops them
 	}

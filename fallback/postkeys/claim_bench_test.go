@@ -38,7 +38,7 @@ func claimBench(b *testing.B, dialect string) *Adapter {
 }
 
 func (a *Adapter) benchClaim(b *testing.B, key string, wantClaimed bool) {
-	at := &attempt{a: a, id: RecordID{Tenant: "acme", Operation: "bench", Key: key}, fingerprint: "v1:" + key}
+	at := &attempt{a: a, id: store.RecordKey{Tenant: "acme", Operation: "bench", Key: key}, fingerprint: "v1:" + key}
 	ctx := context.Background()
 	err := a.db.Write(ctx, func(tx *gorm.DB) error {
 		_, claimed, _, err := a.claimTx(ctx, tx, at, framework.FingerprintVersion)

@@ -92,9 +92,6 @@ type Config struct {
 	// CleanupBatchSize bounds the rows one janitor DELETE removes. Defaults
 	// to 1000.
 	CleanupBatchSize int
-	// Records is the store of idempotency records. Defaults to
-	// [NewRecordStore] on the engine's database.
-	Records RecordStore
 	// FailPointFunc is for tests only: it is called at every fail point
 	// (the built-in [FailPointAfterClaim], [FailPointAfterPhase] and
 	// [FailPointBeforeComplete] points, and those an operation names with

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -35,10 +36,7 @@ func TestALocalRequestChosenAsADeadlockVictimRunsAgain(t *testing.T) {
 			if err := h.db.Gorm.Exec("INSERT INTO counters (tenant_id, value) VALUES ('a', 0)").Error; err != nil {
 				t.Fatal(err)
 			}
-			records, err := postkeys.NewRecordStore(h.db, postkeys.RecordStoreConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			records := h.db.Driver.Records()
 			const key = "deadlock-victim"
 			holder := h.db.Gorm.Begin()
 			defer holder.Rollback()
@@ -67,8 +65,8 @@ WHERE DB = DATABASE() AND INFO LIKE 'INSERT INTO idempotency_records%'`
 					t.Fatal(err)
 				}
 			}
-			if _, ok, err := records.Insert(ctx, holder, postkeys.ClaimParams{ID: postkeys.RecordID{Tenant: "a", Operation: "counters", Key: key},
-				Fingerprint: "held by the test", FingerprintVersion: 1, Lease: lease, TTL: lease}); err != nil || !ok {
+			if _, ok, err := records.Insert(ctx, holder, &store.RecordClaimParams{ID: store.RecordKey{Tenant: "a", Operation: "counters", Key: key},
+				Fingerprint: "held by the test", FingerprintVersion: 1, Point: postkeys.PointStarted, Lease: lease, TTL: lease}); err != nil || !ok {
 				t.Fatalf("the holder's claim: %v, %v", ok, err)
 			}
 			answered := make(chan response, 1)
@@ -96,7 +94,7 @@ WHERE DB = DATABASE() AND INFO LIKE 'INSERT INTO idempotency_records%'`
 			if n := h.count("SELECT value FROM counters WHERE tenant_id = 'a'"); n != 5 {
 				t.Fatalf("counter = %d, want 5 (one execution)", n)
 			}
-			if rec := h.record("a", "counters", key); rec.State != postkeys.StateCompleted || rec.Attempt != 1 {
+			if rec := h.record("a", "counters", key); rec.State != store.RecordCompleted || rec.Attempt != 1 {
 				t.Fatalf("record %+v, want completed at attempt 1", rec)
 			}
 			wantReplay(t, h.post("/v1/counters", tokenA, key, `{"by":5}`), first)

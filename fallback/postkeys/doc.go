@@ -123,12 +123,17 @@
 //
 // # Records, the database clock and fencing
 //
-// Every statement on idempotency_records goes through one seam,
-// [RecordStore] (parameter structs), whose contract suite is the package
-// recordstoretest. [NewRecordStore] runs the SQL that the database's store
-// driver holds ([store.Driver.Records]: the statements written once, each
-// driver's spellings beside it); this package holds none. Config.Records
-// swaps it.
+// Every statement on idempotency_records is a method of the store's one
+// seam, [store.Records], with a parameter struct each, which the adapter
+// calls directly on the driver of the engine's database
+// ([store.Driver.Records]: the statements written once, each driver's
+// spellings beside it; their contract suite is framework/store/storetest).
+// This package holds no SQL and no record interface of its own: a record
+// is a [store.RecordRow] ([Adapter.Lookup], [Operation.RenderFunc]) in one
+// of the [store.RecordState]s, and what the adapter adds to the store's
+// view is done in small helpers: the stored response's header is kept as
+// a JSON object of its http.Header, an operation's published codes as a
+// JSON array.
 //
 // Leases, expiry and retention are evaluated on the database clock
 // (statement_timestamp() on PostgreSQL, 'now' on SQLite), in the statement
@@ -140,7 +145,7 @@
 // moves the engine's clock and the database's together; production
 // statements read the clock as it is.
 //
-// Each claim, reclaim and takeover draws a fencing token ([Record].Fence)
+// Each claim, reclaim and takeover draws a fencing token ([store.RecordRow].Fence)
 // that never repeats for a key, across releases, re-claims and the
 // janitor's deletes: it comes from a database sequence (on SQLite a
 // one-row counter advanced by triggers in the same statement), not from a
@@ -174,6 +179,6 @@
 // window shorter than the lease. [Adapter.PublishOperations] (which
 // [Adapter.Start] calls) writes what each operation declares to the
 // database, where a tool that is not the service reads it
-// ([PublishedCodes]). [RecordStore.List] and [Cleanup] serve the same
-// tooling (the retrysafe command).
+// ([PublishedCodes]). [Cleanup] and the store's [store.Records].List
+// serve the same tooling (the retrysafe command).
 package postkeys

@@ -12,15 +12,16 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
-// statementLog is a RecordStore that notes, in order, every statement of
-// the store it wraps that a request runs and the transaction it runs in:
+// statementLog is a spy on the adapter's record statements: it notes, in
+// order, every statement a request runs and the transaction it runs in:
 // "tx2:Advance" is an Advance in the second transaction seen, a bare
 // "Get" a read outside any transaction.
 type statementLog struct {
-	postkeys.RecordStore
+	store.Records
 	mu sync.Mutex
 	// txs are the connections of the transactions seen, in order; keeping
 	// them keeps a later transaction from reusing an address.
@@ -52,53 +53,53 @@ func (l *statementLog) transactions() (string, int) {
 	return strings.Join(l.steps, " "), len(l.txs)
 }
 
-func (l *statementLog) Insert(ctx context.Context, db *gorm.DB, p postkeys.ClaimParams) (postkeys.Claim, bool, error) {
+func (l *statementLog) Insert(ctx context.Context, db *gorm.DB, p *store.RecordClaimParams) (store.RecordClaim, bool, error) {
 	l.note(db, "Insert")
-	return l.RecordStore.Insert(ctx, db, p)
+	return l.Records.Insert(ctx, db, p)
 }
 
-func (l *statementLog) Reclaim(ctx context.Context, db *gorm.DB, p postkeys.ClaimParams) (postkeys.Claim, bool, error) {
+func (l *statementLog) Reclaim(ctx context.Context, db *gorm.DB, p *store.RecordClaimParams) (store.RecordClaim, bool, error) {
 	l.note(db, "Reclaim")
-	return l.RecordStore.Reclaim(ctx, db, p)
+	return l.Records.Reclaim(ctx, db, p)
 }
 
-func (l *statementLog) Get(ctx context.Context, db *gorm.DB, id postkeys.RecordID) (postkeys.Record, bool, error) {
+func (l *statementLog) Get(ctx context.Context, db *gorm.DB, p *store.RecordGetParams) (store.RecordRow, bool, error) {
 	l.note(db, "Get")
-	return l.RecordStore.Get(ctx, db, id)
+	return l.Records.Get(ctx, db, p)
 }
 
-func (l *statementLog) Takeover(ctx context.Context, db *gorm.DB, p postkeys.TakeoverParams) (postkeys.Claim, bool, error) {
+func (l *statementLog) Takeover(ctx context.Context, db *gorm.DB, p *store.RecordTakeoverParams) (store.RecordClaim, bool, error) {
 	l.note(db, "Takeover")
-	return l.RecordStore.Takeover(ctx, db, p)
+	return l.Records.Takeover(ctx, db, p)
 }
 
-func (l *statementLog) Advance(ctx context.Context, db *gorm.DB, p postkeys.AdvanceParams) (bool, error) {
+func (l *statementLog) Advance(ctx context.Context, db *gorm.DB, p *store.RecordAdvanceParams) (bool, error) {
 	l.note(db, "Advance")
-	return l.RecordStore.Advance(ctx, db, p)
+	return l.Records.Advance(ctx, db, p)
 }
 
-func (l *statementLog) Renew(ctx context.Context, db *gorm.DB, p postkeys.RenewParams) (bool, error) {
+func (l *statementLog) Renew(ctx context.Context, db *gorm.DB, p *store.RecordRenewParams) (bool, error) {
 	l.note(db, "Renew")
-	return l.RecordStore.Renew(ctx, db, p)
+	return l.Records.Renew(ctx, db, p)
 }
 
-func (l *statementLog) Complete(ctx context.Context, db *gorm.DB, p postkeys.CompleteParams) (bool, error) {
+func (l *statementLog) Complete(ctx context.Context, db *gorm.DB, p *store.RecordCompleteParams) (bool, error) {
 	kind := "Complete"
 	if p.Point != "" {
 		kind = "Complete+phase" // Run.Complete: the last phase with the outcome
 	}
 	l.note(db, kind)
-	return l.RecordStore.Complete(ctx, db, p)
+	return l.Records.Complete(ctx, db, p)
 }
 
-func (l *statementLog) MarkUnknown(ctx context.Context, db *gorm.DB, p postkeys.MarkUnknownParams) (bool, error) {
+func (l *statementLog) MarkUnknown(ctx context.Context, db *gorm.DB, p *store.RecordMarkUnknownParams) (bool, error) {
 	l.note(db, "MarkUnknown")
-	return l.RecordStore.MarkUnknown(ctx, db, p)
+	return l.Records.MarkUnknown(ctx, db, p)
 }
 
-func (l *statementLog) Release(ctx context.Context, db *gorm.DB, p postkeys.ReleaseParams) (bool, error) {
+func (l *statementLog) Release(ctx context.Context, db *gorm.DB, p *store.RecordReleaseParams) (bool, error) {
 	l.note(db, "Release")
-	return l.RecordStore.Release(ctx, db, p)
+	return l.Records.Release(ctx, db, p)
 }
 
 // TestFailPointsKeepTheTransactions: a FailPointFunc that only watches
@@ -153,7 +154,7 @@ func TestFailPointsKeepTheTransactions(t *testing.T) {
 						log := &statementLog{}
 						var mu sync.Mutex
 						h := setupWith(t, testdb.New(t, dialect), patient, func(cfg *postkeys.Config, w *widgets) {
-							log.RecordStore, cfg.Records = cfg.Records, log
+							w.records = func(r store.Records) store.Records { log.Records = r; return log }
 							w.claimInFirstPhase, w.complete = tc.claimInFirstPhase, tc.complete
 							if watch {
 								cfg.FailPointFunc = func(_ context.Context, _, point string) error {

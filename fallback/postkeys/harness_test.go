@@ -70,11 +70,13 @@ type widgets struct {
 	// complete ends the run with Run.Complete at "widget_done", which
 	// appends "!" to the widget's name in the same transaction.
 	complete bool
+	// records, when set, wraps the adapter's record statements (a spy).
+	records func(store.Records) store.Records
 }
 
 // render is the operation's RenderFunc: the body rebuilt from the widget row.
-func (w *widgets) render(ctx context.Context, db *gorm.DB, rec postkeys.Record) ([]byte, error) {
-	resp, err := w.response(ctx, rec.Tenant, rec.ResourceRef)
+func (w *widgets) render(ctx context.Context, db *gorm.DB, rec store.RecordRow) ([]byte, error) {
+	resp, err := w.response(ctx, rec.ID.Tenant, rec.ResourceRef)
 	return resp.Body, err
 }
 
@@ -265,18 +267,16 @@ func setupOn(t *testing.T, db *store.DB, tweak func(*postkeys.Config, *widgets))
 	w := &widgets{db: db}
 	// The database clock of the records moves with c.
 	storetest.ShiftRecordClock(t, db, c.Offset)
-	records, err := postkeys.NewRecordStore(db, postkeys.RecordStoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := postkeys.Config{LeaseDuration: lease, InProgressWait: 50 * time.Millisecond, PollInterval: 5 * time.Millisecond,
-		Records: records}
+	cfg := postkeys.Config{LeaseDuration: lease, InProgressWait: 50 * time.Millisecond, PollInterval: 5 * time.Millisecond}
 	if tweak != nil {
 		tweak(&cfg, w)
 	}
 	keys, err := postkeys.New(engine, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if w.records != nil {
+		postkeys.WrapRecords(keys, w.records)
 	}
 	t.Cleanup(keys.Stop)
 	if err := engine.RegisterCodes(wire.CodeInfo{Code: codeDeclined, Status: http.StatusPaymentRequired, Title: "Card declined"}); err != nil {
@@ -355,7 +355,19 @@ func (h *harness) post(path, token, key string, body string) response {
 	return response{Status: res.StatusCode, Header: res.Header, Body: b}
 }
 
-func (h *harness) record(tenant, op, key string) postkeys.Record {
+// storedHeader is the header rec stores (postkeys keeps it as a JSON
+// object).
+func storedHeader(rec store.RecordRow) http.Header {
+	var h http.Header
+	if rec.ResponseHeaders != "" {
+		if err := json.Unmarshal([]byte(rec.ResponseHeaders), &h); err != nil {
+			panic(err)
+		}
+	}
+	return h
+}
+
+func (h *harness) record(tenant, op, key string) store.RecordRow {
 	h.t.Helper()
 	rec, found, err := h.keys.Lookup(context.Background(), tenant, op, key)
 	if err != nil || !found {

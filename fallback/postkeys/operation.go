@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/wire"
 )
 
@@ -170,7 +171,7 @@ type Operation[Cmd any] struct {
 	// RenderFunc re-renders the body of a stored response that was over
 	// Config.MaxStoredBody from the record (its ResourceRef). Defaults to
 	// nil, and then a response over the cap is an internal error.
-	RenderFunc func(ctx context.Context, db *gorm.DB, rec Record) ([]byte, error)
+	RenderFunc func(ctx context.Context, db *gorm.DB, rec store.RecordRow) ([]byte, error)
 }
 
 // PathParams returns the route's path parameters ({"id": "inv_1"} for
@@ -195,7 +196,7 @@ type operation struct {
 	execute    func(ctx context.Context, tx *gorm.DB, at *attempt) (Response, error)
 	run        func(ctx context.Context, at *attempt) (Response, error)
 	reconcile  func(ctx context.Context, at *attempt) (Response, error)
-	render     func(ctx context.Context, db *gorm.DB, rec Record) ([]byte, error)
+	render     func(ctx context.Context, db *gorm.DB, rec store.RecordRow) ([]byte, error)
 	// replays keeps the commands of bodies already replayed.
 	replays *framework.ReplayCache[any]
 	// claimInFirstPhase: Operation.ClaimInFirstPhase.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -45,7 +46,7 @@ func TestClaimInFirstPhase(t *testing.T) {
 		r := <-first
 		wantStatus(t, r, http.StatusCreated)
 		rec := h.record("a", "widgets", "k1")
-		if rec.State != postkeys.StateCompleted || rec.RecoveryPoint != "widget_created" || rec.Attempt != 1 ||
+		if rec.State != store.RecordCompleted || rec.RecoveryPoint != "widget_created" || rec.Attempt != 1 ||
 			string(rec.ResponseBody) != string(r.Body) || rec.ResourceRef == "" {
 			t.Fatalf("record %+v", rec)
 		}
@@ -85,7 +86,7 @@ func TestClaimInFirstPhaseStalledAttemptLosesTheKey(t *testing.T) {
 		go func() { retry <- h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`) }()
 		<-after.entered
 		claimed := h.record("a", "widgets", "k1")
-		if claimed.State != postkeys.StateInProgress || claimed.RecoveryPoint != "widget_created" || claimed.Attempt != 1 {
+		if claimed.State != store.RecordInProgress || claimed.RecoveryPoint != "widget_created" || claimed.Attempt != 1 {
 			t.Fatalf("the retry's record %+v", claimed)
 		}
 		close(before.open)
@@ -134,7 +135,7 @@ func TestClaimInFirstPhaseBeforeAnyPhase(t *testing.T) {
 		setFail(framework.Errorf(codeDeclined, "declined before anything"))
 		declined := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
 		wantStatus(t, declined, http.StatusPaymentRequired)
-		if rec := h.record("a", "widgets", "k1"); rec.State != postkeys.StateCompleted || rec.ErrorCode != "card_declined" ||
+		if rec := h.record("a", "widgets", "k1"); rec.State != store.RecordCompleted || rec.ErrorCode != "card_declined" ||
 			rec.RecoveryPoint != postkeys.PointStarted {
 			t.Fatalf("record %+v", rec)
 		}
@@ -217,7 +218,7 @@ func TestRenewForSkipsOnlyAFreshLease(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testdb.Run(t, func(t *testing.T, dsn string) {
-				var phased, renewed postkeys.Record
+				var phased, renewed store.RecordRow
 				var h *harness
 				h = setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
 					cfg.InProgressWait = -1
@@ -269,7 +270,7 @@ func TestRenewForSkipsOnlyAFreshLease(t *testing.T) {
 // takeover just set, so it skips the renewal too.
 func TestRenewForAfterATakeover(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		var taken, renewed postkeys.Record
+		var taken, renewed store.RecordRow
 		var h *harness
 		h = setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
 			cfg.FailPointFunc = crashOnce(postkeys.FailPointAfterPhase + "widget_created")
@@ -287,7 +288,7 @@ func TestRenewForAfterATakeover(t *testing.T) {
 		wantStatus(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`), http.StatusInternalServerError)
 		h.clock.Advance(lease + time.Second)
 		wantStatus(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`), http.StatusCreated)
-		if taken.Attempt != 2 || taken.State != postkeys.StateInProgress || !renewed.LockedUntil.Equal(taken.LockedUntil) ||
+		if taken.Attempt != 2 || taken.State != store.RecordInProgress || !renewed.LockedUntil.Equal(taken.LockedUntil) ||
 			!renewed.UpdatedAt.Equal(taken.UpdatedAt) {
 			t.Fatalf("after the takeover %+v, before the call %+v: want the takeover's lease, not renewed", taken, renewed)
 		}
@@ -310,8 +311,8 @@ func TestCompleteCommitsTheLastPhaseWithTheOutcome(t *testing.T) {
 		r := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
 		wantStatus(t, r, http.StatusCreated)
 		rec := h.record("a", "widgets", "k1")
-		if rec.State != postkeys.StateCompleted || rec.RecoveryPoint != "widget_done" || string(rec.ResponseBody) != string(r.Body) ||
-			rec.ResponseHeader.Get("Location") == "" || rec.ResourceRef == "" || !rec.LockedUntil.IsZero() {
+		if rec.State != store.RecordCompleted || rec.RecoveryPoint != "widget_done" || string(rec.ResponseBody) != string(r.Body) ||
+			storedHeader(rec).Get("Location") == "" || rec.ResourceRef == "" || !rec.LockedUntil.IsZero() {
 			t.Fatalf("record %+v", rec)
 		}
 		if name := h.widgetName(); name != "w1!" {
@@ -325,7 +326,7 @@ func TestCompleteCommitsTheLastPhaseWithTheOutcome(t *testing.T) {
 		declined := h.post("/v1/widgets", tokenA, "k2", `{"name":"w2","decline":true}`)
 		wantStatus(t, declined, http.StatusPaymentRequired)
 		rec = h.record("a", "widgets", "k2")
-		if rec.State != postkeys.StateCompleted || rec.RecoveryPoint != "widget_done" || rec.ErrorCode != "card_declined" {
+		if rec.State != store.RecordCompleted || rec.RecoveryPoint != "widget_done" || rec.ErrorCode != "card_declined" {
 			t.Fatalf("record %+v", rec)
 		}
 		if name := h.widgetName(); name != "w2!" {
@@ -358,7 +359,7 @@ func TestCompleteFencedWritesNothing(t *testing.T) {
 		stale := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
 		wantStatus(t, stale, http.StatusConflict)
 		rec := h.record("a", "widgets", "k1")
-		if rec.State != postkeys.StateInProgress || rec.RecoveryPoint != "widget_created" || h.widgetName() != "w1" {
+		if rec.State != store.RecordInProgress || rec.RecoveryPoint != "widget_created" || h.widgetName() != "w1" {
 			t.Fatalf("record %+v, widget %q: the fenced last phase wrote", rec, h.widgetName())
 		}
 		r := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
@@ -385,7 +386,7 @@ func TestCompleteCrashBeforeItsCommit(t *testing.T) {
 		})
 		wantStatus(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`), http.StatusInternalServerError)
 		rec := h.record("a", "widgets", "k1")
-		if rec.State != postkeys.StateInProgress || rec.RecoveryPoint != "widget_created" || h.widgetName() != "w1" ||
+		if rec.State != store.RecordInProgress || rec.RecoveryPoint != "widget_created" || h.widgetName() != "w1" ||
 			h.widgets.provider.Load() != 1 {
 			t.Fatalf("record %+v, widget %q, provider calls %d: want the first phase only", rec, h.widgetName(), h.widgets.provider.Load())
 		}
@@ -395,7 +396,7 @@ func TestCompleteCrashBeforeItsCommit(t *testing.T) {
 		if h.widgets.provider.Load() != 2 || h.widgetName() != "w1!" || h.widgetsCount() != 1 {
 			t.Fatalf("provider calls %d, widget %q", h.widgets.provider.Load(), h.widgetName())
 		}
-		if rec := h.record("a", "widgets", "k1"); rec.State != postkeys.StateCompleted || !rec.Truncated || rec.Attempt != 2 {
+		if rec := h.record("a", "widgets", "k1"); rec.State != store.RecordCompleted || !rec.Truncated || rec.Attempt != 2 {
 			t.Fatalf("record %+v", rec)
 		}
 		wantReplay(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`), r)
@@ -415,7 +416,7 @@ func TestCompleteCrashAfterItsCommit(t *testing.T) {
 		})
 		wantStatus(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`), http.StatusInternalServerError)
 		rec := h.record("a", "widgets", "k1")
-		if rec.State != postkeys.StateCompleted || rec.RecoveryPoint != "widget_done" || h.widgetName() != "w1!" {
+		if rec.State != store.RecordCompleted || rec.RecoveryPoint != "widget_done" || h.widgetName() != "w1!" {
 			t.Fatalf("record %+v, widget %q: want the outcome stored", rec, h.widgetName())
 		}
 		r := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
@@ -441,7 +442,7 @@ func TestCompleteStoresATruncatedBody(t *testing.T) {
 		})
 		r := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
 		wantStatus(t, r, http.StatusCreated)
-		if rec := h.record("a", "widgets", "k1"); rec.State != postkeys.StateCompleted || !rec.Truncated || rec.ResponseBody != nil {
+		if rec := h.record("a", "widgets", "k1"); rec.State != store.RecordCompleted || !rec.Truncated || rec.ResponseBody != nil {
 			t.Fatalf("record %+v", rec)
 		}
 		wantReplay(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`), r)

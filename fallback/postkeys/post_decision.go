@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/wire"
 )
 
@@ -41,7 +42,7 @@ type postState struct {
 	// otherwise, with its Expired and LeaseExpired flags as of the
 	// database clock.
 	Found  bool
-	Record Record
+	Record store.RecordRow
 	// WaitLeft is what is left of Config.InProgressWait for this request;
 	// PollInterval is Config.PollInterval.
 	WaitLeft, PollInterval time.Duration
@@ -66,13 +67,13 @@ func decidePost(s postState) postDecision {
 		return postDecision{Action: postClaim}
 	case r.Fingerprint != s.Fingerprint:
 		return refusePost(errKeyReuse())
-	case r.State == StateCompleted:
+	case r.State == store.RecordCompleted:
 		return postDecision{Action: postReplay}
-	case s.Mode == Local && r.State == StateUnknown:
+	case s.Mode == Local && r.State == store.RecordUnknown:
 		return refusePost(errOutcomePending())
 	case s.Mode == Local:
 		return refusePost(errInProgress())
-	case r.State == StateUnknown:
+	case r.State == store.RecordUnknown:
 		return postDecision{Action: postReconcile}
 	case r.LeaseExpired:
 		return postDecision{Action: postResume}

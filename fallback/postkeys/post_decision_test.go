@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/wire"
 )
 
@@ -19,10 +20,12 @@ const (
 // request with a key does with the record of its key.
 func TestDecidePost(t *testing.T) {
 	t.Parallel()
-	rec := func(state State, fp string) Record { return Record{State: state, Fingerprint: fp, Fence: 7} }
-	expired := func(r Record) Record { r.Expired = true; return r }
-	leaseEnded := func(r Record) Record { r.LeaseExpired = true; return r }
-	completed, running, unknown := rec(StateCompleted, fpA), rec(StateInProgress, fpA), rec(StateUnknown, fpA)
+	rec := func(state store.RecordState, fp string) store.RecordRow {
+		return store.RecordRow{State: state, Fingerprint: fp, Fence: 7}
+	}
+	expired := func(r store.RecordRow) store.RecordRow { r.Expired = true; return r }
+	leaseEnded := func(r store.RecordRow) store.RecordRow { r.LeaseExpired = true; return r }
+	completed, running, unknown := rec(store.RecordCompleted, fpA), rec(store.RecordInProgress, fpA), rec(store.RecordUnknown, fpA)
 
 	type want struct {
 		action postAction
@@ -36,10 +39,10 @@ func TestDecidePost(t *testing.T) {
 	}{
 		{"local, new key: claim, before any business write", postState{Mode: Local}, want{action: postClaim}},
 		{"local, expired record: claim", postState{Mode: Local, Found: true, Record: expired(completed)}, want{action: postClaim}},
-		{"local, expired record of another request: claim", postState{Mode: Local, Found: true, Record: expired(rec(StateCompleted, fpB))},
+		{"local, expired record of another request: claim", postState{Mode: Local, Found: true, Record: expired(rec(store.RecordCompleted, fpB))},
 			want{action: postClaim}},
 		{"local, completed: replay", postState{Mode: Local, Found: true, Record: completed}, want{action: postReplay}},
-		{"local, completed for another request: 422", postState{Mode: Local, Found: true, Record: rec(StateCompleted, fpB)},
+		{"local, completed for another request: 422", postState{Mode: Local, Found: true, Record: rec(store.RecordCompleted, fpB)},
 			want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
 		{"local, in progress: 409 without waiting", postState{Mode: Local, Found: true, Record: running, WaitLeft: time.Second},
 			want{action: postRefuse, code: wire.CodeRequestInProgress}},
@@ -47,23 +50,23 @@ func TestDecidePost(t *testing.T) {
 			want{action: postRefuse, code: wire.CodeRequestInProgress}},
 		{"local, unknown: 409 outcome_pending, never a reconcile", postState{Mode: Local, Found: true, Record: unknown},
 			want{action: postRefuse, code: wire.CodeOutcomePending}},
-		{"local, in progress for another request: 422", postState{Mode: Local, Found: true, Record: rec(StateInProgress, fpB)},
+		{"local, in progress for another request: 422", postState{Mode: Local, Found: true, Record: rec(store.RecordInProgress, fpB)},
 			want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
 
 		{"phased, new key: claim", postState{Mode: Phased}, want{action: postClaim}},
 		{"phased, expired record: claim", postState{Mode: Phased, Found: true, Record: expired(completed)}, want{action: postClaim}},
-		{"phased, expired record of another request: claim", postState{Mode: Phased, Found: true, Record: expired(rec(StateCompleted, fpB))},
+		{"phased, expired record of another request: claim", postState{Mode: Phased, Found: true, Record: expired(rec(store.RecordCompleted, fpB))},
 			want{action: postClaim}},
 		{"phased, completed: replay", postState{Mode: Phased, Found: true, Record: completed}, want{action: postReplay}},
-		{"phased, completed for another request: 422", postState{Mode: Phased, Found: true, Record: rec(StateCompleted, fpB)},
+		{"phased, completed for another request: 422", postState{Mode: Phased, Found: true, Record: rec(store.RecordCompleted, fpB)},
 			want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
 		{"phased, unknown: take over and reconcile", postState{Mode: Phased, Found: true, Record: unknown}, want{action: postReconcile}},
-		{"phased, unknown for another request: 422", postState{Mode: Phased, Found: true, Record: rec(StateUnknown, fpB)},
+		{"phased, unknown for another request: 422", postState{Mode: Phased, Found: true, Record: rec(store.RecordUnknown, fpB)},
 			want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
 		{"phased, in progress past its lease: take over and resume", postState{Mode: Phased, Found: true, Record: leaseEnded(running)},
 			want{action: postResume}},
 		{"phased, past its lease for another request: 422, no takeover", postState{Mode: Phased, Found: true,
-			Record: leaseEnded(rec(StateInProgress, fpB))}, want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
+			Record: leaseEnded(rec(store.RecordInProgress, fpB))}, want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
 		{"phased, live lease, time to wait: look again after the poll interval", postState{Mode: Phased, Found: true, Record: running,
 			WaitLeft: time.Second, PollInterval: poll}, want{action: postWait, pause: poll}},
 		{"phased, live lease, less left than a poll: wait what is left", postState{Mode: Phased, Found: true, Record: running,
@@ -73,7 +76,7 @@ func TestDecidePost(t *testing.T) {
 		{"phased, live lease, no wait configured: 409 at once", postState{Mode: Phased, Found: true, Record: running,
 			WaitLeft: -time.Millisecond, PollInterval: poll}, want{action: postRefuse, code: wire.CodeRequestInProgress}},
 		{"phased, live lease for another request: 422 without waiting", postState{Mode: Phased, Found: true,
-			Record: rec(StateInProgress, fpB), WaitLeft: time.Second, PollInterval: poll},
+			Record: rec(store.RecordInProgress, fpB), WaitLeft: time.Second, PollInterval: poll},
 			want{action: postRefuse, code: wire.CodeIdempotencyKeyReuse}},
 	}
 	for _, tc := range cases {
@@ -107,13 +110,13 @@ func TestDecidePostEveryState(t *testing.T) {
 	n := 0
 	for _, mode := range []Mode{Local, Phased} {
 		for _, found := range []bool{false, true} {
-			for _, state := range []State{StateInProgress, StateCompleted, StateUnknown} {
+			for _, state := range []store.RecordState{store.RecordInProgress, store.RecordCompleted, store.RecordUnknown} {
 				for _, fp := range []string{fpA, fpB} {
 					for _, flags := range []struct{ expired, leaseExpired bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 						for _, wait := range []time.Duration{-time.Second, 0, time.Millisecond, time.Second} {
 							in := postState{Mode: mode, Fingerprint: fpA, Found: found, WaitLeft: wait, PollInterval: poll}
 							if found {
-								in.Record = Record{State: state, Fingerprint: fp, Expired: flags.expired, LeaseExpired: flags.leaseExpired}
+								in.Record = store.RecordRow{State: state, Fingerprint: fp, Expired: flags.expired, LeaseExpired: flags.leaseExpired}
 							}
 							d := decidePost(in)
 							n++
@@ -141,19 +144,19 @@ func postInvariant(in postState, d postDecision) error {
 			return fmt.Errorf("claims a live record")
 		}
 	case postReplay:
-		if !live || !own || r.State != StateCompleted {
+		if !live || !own || r.State != store.RecordCompleted {
 			return fmt.Errorf("replays what is not this request's completed record")
 		}
 	case postResume:
-		if in.Mode != Phased || !live || !own || r.State != StateInProgress || !r.LeaseExpired {
+		if in.Mode != Phased || !live || !own || r.State != store.RecordInProgress || !r.LeaseExpired {
 			return fmt.Errorf("resumes what is not this request's phased record past its lease")
 		}
 	case postReconcile:
-		if in.Mode != Phased || !live || !own || r.State != StateUnknown {
+		if in.Mode != Phased || !live || !own || r.State != store.RecordUnknown {
 			return fmt.Errorf("reconciles what is not this request's unknown phased record")
 		}
 	case postWait:
-		if in.Mode != Phased || !live || !own || r.State != StateInProgress || r.LeaseExpired || in.WaitLeft <= 0 ||
+		if in.Mode != Phased || !live || !own || r.State != store.RecordInProgress || r.LeaseExpired || in.WaitLeft <= 0 ||
 			d.Pause <= 0 || d.Pause > in.PollInterval || d.Pause > in.WaitLeft {
 			return fmt.Errorf("waits where it may not, or for the wrong time")
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/wire"
 )
@@ -40,7 +41,7 @@ func TestPhasedCreateReplayAndKeyReuse(t *testing.T) {
 			t.Fatalf("widgets = %d, runs = %d, want 1 and 1", n, h.widgets.runs.Load())
 		}
 		rec := h.record("a", "widgets", "k1")
-		if rec.State != postkeys.StateCompleted || rec.RecoveryPoint != "widget_created" || rec.Attempt != 1 ||
+		if rec.State != store.RecordCompleted || rec.RecoveryPoint != "widget_created" || rec.Attempt != 1 ||
 			rec.ResponseStatus != http.StatusCreated || string(rec.ResponseBody) != string(first.Body) ||
 			rec.ResourceRef == "" || !rec.ExpiresAt.Equal(rec.UpdatedAt.Add(24*time.Hour)) {
 			t.Fatalf("record %+v", rec)
@@ -64,7 +65,7 @@ func TestPhasedRejectionIsStored(t *testing.T) {
 		}
 		wantReplay(t, h.post("/v1/widgets", tokenA, "k1", `{"decline":true,"name":"w1"}`), first)
 		rec := h.record("a", "widgets", "k1")
-		if rec.State != postkeys.StateCompleted || rec.ErrorCode != "card_declined" || rec.ResponseStatus != 402 {
+		if rec.State != store.RecordCompleted || rec.ErrorCode != "card_declined" || rec.ResponseStatus != 402 {
 			t.Fatalf("record %+v", rec)
 		}
 	})
@@ -120,7 +121,7 @@ func TestPhasedErrorAfterSideEffectIsUnknownThenReconciled(t *testing.T) {
 		if r.code(t) != "outcome_pending" || r.Header.Get("Retry-After") == "" {
 			t.Fatalf("first answer %s %v", r.Body, r.Header)
 		}
-		if rec := h.record("a", "widgets", "k1"); rec.State != postkeys.StateUnknown || rec.RecoveryPoint != "widget_created" {
+		if rec := h.record("a", "widgets", "k1"); rec.State != store.RecordUnknown || rec.RecoveryPoint != "widget_created" {
 			t.Fatalf("record %+v", rec)
 		}
 		// The janitor never deletes it, even long after.
@@ -145,7 +146,7 @@ func TestPhasedErrorAfterSideEffectIsUnknownThenReconciled(t *testing.T) {
 		if g := h.gauge("retrysafe_postkeys_unknown_records"); g != 1 {
 			t.Fatalf("unknown gauge = %v", g)
 		}
-		if rec := h.record("a", "widgets", "k2"); rec.State != postkeys.StateUnknown || rec.Attempt != 2 {
+		if rec := h.record("a", "widgets", "k2"); rec.State != store.RecordUnknown || rec.Attempt != 2 {
 			t.Fatalf("record %+v", rec)
 		}
 		still := h.post("/v1/widgets", tokenA, "k2", `{"name":"w2"}`)
@@ -183,7 +184,7 @@ func TestCrashWindowBusinessWriteCommittedRecordNot(t *testing.T) {
 		r := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
 		wantStatus(t, r, http.StatusInternalServerError)
 		rec := h.record("a", "widgets", "k1")
-		if rec.State != postkeys.StateInProgress || rec.RecoveryPoint != "widget_created" || h.widgetsCount() != 1 {
+		if rec.State != store.RecordInProgress || rec.RecoveryPoint != "widget_created" || h.widgetsCount() != 1 {
 			t.Fatalf("after the crash: %+v, widgets %d", rec, h.widgetsCount())
 		}
 		// The lease is live: a retry waits briefly, then 409.
@@ -208,7 +209,7 @@ func TestCrashWindowBusinessWriteCommittedRecordNot(t *testing.T) {
 			t.Fatalf("recover: %+v %v", stats, err)
 		}
 		rec = h.record("a", "widgets", "k1")
-		if rec.State != postkeys.StateCompleted || rec.Attempt != 2 || rec.ResponseStatus != http.StatusCreated {
+		if rec.State != store.RecordCompleted || rec.Attempt != 2 || rec.ResponseStatus != http.StatusCreated {
 			t.Fatalf("recovered record %+v", rec)
 		}
 		replay := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
@@ -246,7 +247,7 @@ func TestCrashWindowRetryResumesFromRecoveryPoint(t *testing.T) {
 			t.Fatalf("a resumed attempt is not a replay: %v", r.Header)
 		}
 		rec := h.record("a", "widgets", "k1")
-		if rec.Attempt != 2 || rec.State != postkeys.StateCompleted {
+		if rec.Attempt != 2 || rec.State != store.RecordCompleted {
 			t.Fatalf("record %+v", rec)
 		}
 		if h.widgetsCount() != 1 || h.widgets.runs.Load() != 2 {
@@ -312,7 +313,7 @@ func TestLeaseTakeoverAndFencing(t *testing.T) {
 					t.Fatalf("takeovers: runs = %d, results %d/%d", h.widgets.runs.Load(), results[0].Status, results[1].Status)
 				}
 				rec := h.record("a", "widgets", "k1")
-				if rec.Attempt != 2 || rec.State != postkeys.StateCompleted {
+				if rec.Attempt != 2 || rec.State != store.RecordCompleted {
 					t.Fatalf("record %+v", rec)
 				}
 				close(release)
@@ -379,7 +380,7 @@ func TestJanitorDeletesOnlyExpiredCompletedInBatches(t *testing.T) {
 			t.Fatalf("rows left = %d, want 2 (fresh, stuck)", n)
 		}
 		h.record("a", "counters", "fresh")
-		if rec := h.record("a", "widgets", "stuck"); rec.State != postkeys.StateInProgress {
+		if rec := h.record("a", "widgets", "stuck"); rec.State != store.RecordInProgress {
 			t.Fatalf("stuck %+v", rec)
 		}
 	})
@@ -429,7 +430,7 @@ func TestWorkersStartAndStop(t *testing.T) {
 			t.Fatalf("second Start: %v", err)
 		}
 		deadline := time.Now().Add(30 * time.Second)
-		for h.record("a", "widgets", "k1").State != postkeys.StateCompleted {
+		for h.record("a", "widgets", "k1").State != store.RecordCompleted {
 			if time.Now().After(deadline) {
 				t.Fatal("the recovery worker did not settle the record")
 			}
@@ -465,7 +466,7 @@ func TestStoredBodyCapRerendersFromResource(t *testing.T) {
 		first := h.post("/v1/widgets", tokenA, "k1", `{"name":"a widget with a long name"}`)
 		wantStatus(t, first, http.StatusCreated)
 		rec := h.record("a", "widgets", "k1")
-		if !rec.Truncated || len(rec.ResponseBody) != 0 || rec.ResourceRef == "" || rec.ResponseHeader.Get("Location") == "" {
+		if !rec.Truncated || len(rec.ResponseBody) != 0 || rec.ResourceRef == "" || storedHeader(rec).Get("Location") == "" {
 			t.Fatalf("record %+v", rec)
 		}
 		wantReplay(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"a widget with a long name"}`), first)

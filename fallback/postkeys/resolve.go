@@ -37,7 +37,7 @@ const DefaultResolveLease = 30 * time.Second
 
 // ResolveParams are the arguments of [Resolve].
 type ResolveParams struct {
-	ID      RecordID
+	ID      store.RecordKey
 	Outcome Outcome
 	// Reference names what the operation produced (a charge ID): the
 	// record's resource reference. Required for OutcomeSucceeded.
@@ -91,7 +91,7 @@ type ResolveParams struct {
 type Resolution struct {
 	// From is the state the record was in: unknown, or in_progress past
 	// its lease.
-	From State
+	From store.RecordState
 	// Fence is the fencing token of the resolution's takeover.
 	Fence  int64
 	Status int
@@ -99,42 +99,51 @@ type Resolution struct {
 	Body   []byte
 }
 
-// Resolve settles, by an operator's decision, a record whose outcome is
-// unknown (or that is in progress past its lease): the client's next
-// retry with the key replays the answer chosen here. It takes the record
-// over with the recovery worker's fenced takeover (one statement, on the
-// database clock, with a new fencing token), completes it and writes the
-// audit row ([RecordStore.Audit]) in one transaction, so that of a
-// resolution and a recovery worker (or a retry) racing for the record
-// exactly one wins; the other is fenced off.
+// Resolve settles, by an operator's decision, a record of db whose
+// outcome is unknown (or that is in progress past its lease): the
+// client's next retry with the key replays the answer chosen here. It
+// takes the record over with the recovery worker's fenced takeover (one
+// statement, on the database clock, with a new fencing token), completes
+// it and writes the audit row ([store.Records.Audit]) in one transaction,
+// so that of a resolution and a recovery worker (or a retry) racing for
+// the record exactly one wins; the other is fenced off.
 //
 // It returns [ErrRecordNotFound], [ErrLeaseHeld] while an attempt's lease
 // is live, [ErrNotResolvable] for a completed record, [ErrFenced] when
 // another attempt took the record first, and [ErrInvalidResolution];
 // in each case nothing was written. Database errors are classified by db
 // (store.ErrUnavailable, store.ErrLockTimeout).
-func Resolve(ctx context.Context, db *store.DB, records RecordStore, p ResolveParams) (Resolution, error) {
-	if db == nil || records == nil {
-		return Resolution{}, errors.New("postkeys: Resolve needs a database and a record store")
+func Resolve(ctx context.Context, db *store.DB, p ResolveParams) (Resolution, error) {
+	if db == nil {
+		return Resolution{}, errors.New("postkeys: Resolve needs a database")
 	}
+	return resolve(ctx, db, db.Driver.Records(), p)
+}
+
+// resolve is [Resolve] with the statements of records.
+func resolve(ctx context.Context, db *store.DB, records store.Records, p ResolveParams) (Resolution, error) {
 	stored, err := p.response()
 	if err != nil {
 		return Resolution{}, err
 	}
-	rec, found, err := records.Get(ctx, db.Gorm, p.ID)
+	rec, found, err := records.Get(ctx, db.Gorm, &store.RecordGetParams{ID: p.ID})
 	switch {
 	case err != nil:
 		return Resolution{}, db.Classify(err)
 	case !found:
 		return Resolution{}, ErrRecordNotFound
-	case rec.State == StateCompleted:
+	case rec.State == store.RecordCompleted:
 		return Resolution{}, ErrNotResolvable
-	case rec.State == StateInProgress && !rec.LeaseExpired:
+	case rec.State == store.RecordInProgress && !rec.LeaseExpired:
 		return Resolution{}, fmt.Errorf("%w (until %s, attempt %d)", ErrLeaseHeld, rec.LockedUntil.Format(time.RFC3339), rec.Attempt)
+	}
+	outcome, err := stored.recordOutcome(p.TTL)
+	if err != nil {
+		return Resolution{}, err
 	}
 	res := Resolution{From: rec.State, Status: stored.status, Header: stored.header, Body: stored.body}
 	err = db.Write(ctx, func(tx *gorm.DB) error {
-		c, ok, err := records.Takeover(ctx, tx, TakeoverParams{ID: p.ID, Fence: rec.Fence, From: rec.State, Lease: p.Lease})
+		c, ok, err := records.Takeover(ctx, tx, &store.RecordTakeoverParams{ID: p.ID, Fence: rec.Fence, From: rec.State, Lease: p.Lease})
 		if err != nil {
 			return err
 		}
@@ -142,14 +151,14 @@ func Resolve(ctx context.Context, db *store.DB, records RecordStore, p ResolvePa
 			return ErrFenced
 		}
 		res.Fence = c.Fence
-		if ok, err = records.Complete(ctx, tx, CompleteParams{ID: p.ID, Fence: c.Fence, Status: stored.status,
-			Header: stored.header, Body: stored.body, Ref: stored.ref, ErrorCode: stored.errorCode, TTL: p.TTL}); err != nil {
+		if ok, err = records.Complete(ctx, tx, &store.RecordCompleteParams{ID: p.ID, Fence: c.Fence, RecordOutcome: outcome}); err != nil {
 			return err
 		}
 		if !ok {
 			return ErrFenced
 		}
-		return records.Audit(ctx, tx, AuditParams{ID: p.ID, Fence: c.Fence, From: rec.State, Outcome: p.Outcome,
+		return records.Audit(ctx, tx, &store.RecordAuditParams{Tenant: p.ID.Tenant, Operation: p.ID.Operation,
+			KeyHash: framework.KeyHash(p.ID.Key), Fence: c.Fence, From: rec.State, Outcome: string(p.Outcome),
 			Status: stored.status, Reference: p.Reference, ErrorCode: stored.errorCode, Actor: p.Actor, Reason: p.Reason})
 	})
 	if err != nil {
@@ -158,7 +167,7 @@ func Resolve(ctx context.Context, db *store.DB, records RecordStore, p ResolvePa
 	return res, nil
 }
 
-// Resolve is [Resolve] on the adapter's database and record store, with
+// Resolve is [Resolve] on the adapter's database, with
 // the codes of the record's operation (the generic codes and those it
 // declared, as the engine renders them; the generic codes alone for an
 // operation the adapter does not know), the engine's replay window and
@@ -184,7 +193,7 @@ func (a *Adapter) Resolve(ctx context.Context, p ResolveParams) (Resolution, err
 	if p.Binder == nil {
 		p.Binder = a.engine.Binder()
 	}
-	return Resolve(ctx, a.db, a.records, p)
+	return resolve(ctx, a.db, a.records, p)
 }
 
 // PublishOperations writes what each operation registered on the adapter
@@ -204,7 +213,11 @@ func (a *Adapter) PublishOperations(ctx context.Context) error {
 	a.mu.RUnlock()
 	return a.db.Write(ctx, func(tx *gorm.DB) error {
 		for _, op := range ops {
-			if err := a.records.PutOperation(ctx, tx, OperationCodes{Operation: op.name, Codes: op.declared(a.engine.Codes())}); err != nil {
+			row, err := operationRow(op.name, op.declared(a.engine.Codes()))
+			if err != nil {
+				return err
+			}
+			if err := a.records.PutOperation(ctx, tx, row); err != nil {
 				return err
 			}
 		}
@@ -218,16 +231,20 @@ func (a *Adapter) PublishOperations(ctx context.Context) error {
 // publish it rendered them ([Adapter.PublishOperations]). published is
 // false when no service published the operation: then the generic codes
 // alone.
-func PublishedCodes(ctx context.Context, db *store.DB, records RecordStore, operation string) (codes *framework.Codes, published bool, err error) {
+func PublishedCodes(ctx context.Context, db *store.DB, operation string) (codes *framework.Codes, published bool, err error) {
 	codes = framework.NewCodes()
-	op, found, err := records.GetOperation(ctx, db.Gorm, operation)
+	row, found, err := db.Driver.Records().GetOperation(ctx, db.Gorm, operation)
 	if err != nil {
 		return nil, false, db.Classify(err)
 	}
 	if !found {
 		return codes, false, nil
 	}
-	if err := codes.Register(op.Codes...); err != nil {
+	declared, err := operationCodes(&row)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := codes.Register(declared...); err != nil {
 		return nil, false, fmt.Errorf("postkeys: the codes published for operation %q: %w", operation, err)
 	}
 	return codes, true, nil

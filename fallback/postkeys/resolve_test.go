@@ -13,16 +13,17 @@ import (
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/wire"
 )
 
-// pausingWorker is a RecordStore whose ListUnfinished, once pauseNext was
+// pausingWorker is a spy on the record statements whose ListUnfinished, once pauseNext was
 // called, signals reached after its read and waits for resume before it
 // returns: a recovery worker that has read a record (and its fence) and
 // not yet taken it over, outside any transaction.
 type pausingWorker struct {
-	postkeys.RecordStore
+	store.Records
 	mu              sync.Mutex
 	reached, resume chan struct{}
 }
@@ -34,8 +35,8 @@ func (p *pausingWorker) pauseNext() (reached, resume chan struct{}) {
 	return p.reached, p.resume
 }
 
-func (p *pausingWorker) ListUnfinished(ctx context.Context, db *gorm.DB, limit int) ([]postkeys.Record, error) {
-	recs, err := p.RecordStore.ListUnfinished(ctx, db, limit)
+func (p *pausingWorker) ListUnfinished(ctx context.Context, db *gorm.DB, lp *store.RecordListUnfinishedParams) ([]store.RecordRow, error) {
+	recs, err := p.Records.ListUnfinished(ctx, db, lp)
 	p.mu.Lock()
 	reached, resume := p.reached, p.resume
 	p.reached, p.resume = nil, nil
@@ -48,11 +49,11 @@ func (p *pausingWorker) ListUnfinished(ctx context.Context, db *gorm.DB, limit i
 }
 
 // resolveHarness is the harness with a provider that can lose its answer
-// (the record is left unknown), a reconcile hook that can block, and the
-// unwrapped record store for the operator's Resolve.
+// (the record is left unknown), a reconcile hook that can block, and a
+// recovery worker that can pause; the operator's Resolve runs on the
+// database's own record statements.
 type resolveHarness struct {
 	*harness
-	records  postkeys.RecordStore
 	worker   *pausingWorker
 	mu       sync.Mutex
 	lose     bool
@@ -62,9 +63,8 @@ type resolveHarness struct {
 func setupResolve(t *testing.T, dsn string) *resolveHarness {
 	rh := &resolveHarness{blockRec: make(chan chan struct{}, 1)}
 	rh.harness = setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
-		rh.records = cfg.Records
-		rh.worker = &pausingWorker{RecordStore: cfg.Records}
-		cfg.Records = rh.worker
+		rh.worker = &pausingWorker{}
+		w.records = func(r store.Records) store.Records { rh.worker.Records = r; return rh.worker }
 		w.afterPhase = func(int64) error {
 			rh.mu.Lock()
 			defer rh.mu.Unlock()
@@ -97,13 +97,13 @@ func (rh *resolveHarness) unknown(key string) {
 	defer func() { rh.mu.Lock(); rh.lose = false; rh.mu.Unlock() }()
 	r := rh.post("/v1/widgets", tokenA, key, `{"name":"w"}`)
 	wantStatus(rh.t, r, http.StatusConflict)
-	if rec := rh.record("a", "widgets", key); rec.State != postkeys.StateUnknown {
+	if rec := rh.record("a", "widgets", key); rec.State != store.RecordUnknown {
 		rh.t.Fatalf("record %+v, want unknown", rec)
 	}
 }
 
 func (rh *resolveHarness) resolve(key string, p postkeys.ResolveParams) (postkeys.Resolution, error) {
-	p.ID = postkeys.RecordID{Tenant: "a", Operation: "widgets", Key: key}
+	p.ID = store.RecordKey{Tenant: "a", Operation: "widgets", Key: key}
 	if p.Actor == "" {
 		p.Actor, p.Reason = "alice", "ticket 42: charge found at the provider"
 	}
@@ -113,7 +113,7 @@ func (rh *resolveHarness) resolve(key string, p postkeys.ResolveParams) (postkey
 			rh.t.Fatal(err)
 		}
 	}
-	return postkeys.Resolve(context.Background(), rh.db, rh.records, p)
+	return postkeys.Resolve(context.Background(), rh.db, p)
 }
 
 func (rh *resolveHarness) audits(key string) int64 {
@@ -133,7 +133,7 @@ func TestResolveUnknownReplaysTheOperatorsAnswer(t *testing.T) {
 		rh := setupResolve(t, dsn)
 		rh.unknown("k1")
 		res, err := rh.resolve("k1", succeeded)
-		if err != nil || res.From != postkeys.StateUnknown {
+		if err != nil || res.From != store.RecordUnknown {
 			t.Fatalf("Resolve = %+v, %v", res, err)
 		}
 		retry := rh.post("/v1/widgets", tokenA, "k1", `{"name":"w"}`)
@@ -163,7 +163,7 @@ func TestResolveUnknownReplaysTheOperatorsAnswer(t *testing.T) {
 				t.Fatalf("Resolve with %s = %v", code, err)
 			}
 		}
-		if rec := rh.record("a", "widgets", "k2"); rec.State != postkeys.StateUnknown || rh.audits("k2") != 0 {
+		if rec := rh.record("a", "widgets", "k2"); rec.State != store.RecordUnknown || rh.audits("k2") != 0 {
 			t.Fatalf("a refused resolution wrote: %+v", rec)
 		}
 		if _, err := rh.resolve("k2", postkeys.ResolveParams{Outcome: postkeys.OutcomeFailed, Code: codeDeclined,
@@ -204,11 +204,11 @@ func TestResolveChecksTheBodyAndTheWindow(t *testing.T) {
 			t.Fatalf("Resolve with a 1ms window = %v, want ErrInvalidResolution naming the lease", err)
 		}
 		// Adapter.Resolve's lease is the adapter's (30s here).
-		short.ID, short.Actor, short.Reason, short.TTL = postkeys.RecordID{Tenant: "a", Operation: "widgets", Key: "k1"}, "alice", "x", lease-time.Second
+		short.ID, short.Actor, short.Reason, short.TTL = store.RecordKey{Tenant: "a", Operation: "widgets", Key: "k1"}, "alice", "x", lease-time.Second
 		if _, err := rh.keys.Resolve(context.Background(), short); !errors.Is(err, postkeys.ErrInvalidResolution) {
 			t.Fatalf("Adapter.Resolve with a window under its lease = %v", err)
 		}
-		if rec := rh.record("a", "widgets", "k1"); rec.State != postkeys.StateUnknown || rh.audits("k1") != 0 {
+		if rec := rh.record("a", "widgets", "k1"); rec.State != store.RecordUnknown || rh.audits("k1") != 0 {
 			t.Fatalf("a refused resolution wrote: %+v, %d audit rows", rec, rh.audits("k1"))
 		}
 		atLease := succeeded
@@ -243,7 +243,7 @@ func TestResolveTakesTheOperationsOwnCodes(t *testing.T) {
 		}
 		rh.unknown("k1")
 		failed := func(code wire.Code) postkeys.ResolveParams {
-			return postkeys.ResolveParams{ID: postkeys.RecordID{Tenant: "a", Operation: "widgets", Key: "k1"},
+			return postkeys.ResolveParams{ID: store.RecordKey{Tenant: "a", Operation: "widgets", Key: "k1"},
 				Outcome: postkeys.OutcomeFailed, Code: code, Actor: "alice", Reason: "INC-3"}
 		}
 		if _, err := rh.keys.Resolve(context.Background(), failed(quota.Code)); !errors.Is(err, postkeys.ErrInvalidResolution) {
@@ -260,7 +260,7 @@ func TestResolveTakesTheOperationsOwnCodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for {
-			if _, found, err := rh.records.GetOperation(context.Background(), rh.db.Gorm, "quotas"); err != nil {
+			if _, found, err := rh.db.Driver.Records().GetOperation(context.Background(), rh.db.Gorm, "quotas"); err != nil {
 				t.Fatal(err)
 			} else if found {
 				break
@@ -268,7 +268,7 @@ func TestResolveTakesTheOperationsOwnCodes(t *testing.T) {
 			time.Sleep(5 * time.Millisecond) // polling for the worker's first round
 		}
 		rh.keys.Stop()
-		codes, published, err := postkeys.PublishedCodes(context.Background(), rh.db, rh.records, "widgets")
+		codes, published, err := postkeys.PublishedCodes(context.Background(), rh.db, "widgets")
 		if err != nil || !published {
 			t.Fatalf("PublishedCodes(widgets) = %v, %v", published, err)
 		}
@@ -281,7 +281,7 @@ func TestResolveTakesTheOperationsOwnCodes(t *testing.T) {
 		if _, ok := codes.Lookup(wire.CodeNotFound); !ok {
 			t.Fatal("the generic codes are missing")
 		}
-		if codes, published, err := postkeys.PublishedCodes(context.Background(), rh.db, rh.records, "nobody"); err != nil || published ||
+		if codes, published, err := postkeys.PublishedCodes(context.Background(), rh.db, "nobody"); err != nil || published ||
 			len(codes.All()) != len(framework.NewCodes().All()) {
 			t.Fatalf("PublishedCodes of an operation nobody published: %v, %v", published, err)
 		}
@@ -312,19 +312,19 @@ func TestResolveRefusesALiveLease(t *testing.T) {
 		if _, err := rh.resolve("k1", succeeded); !errors.Is(err, postkeys.ErrLeaseHeld) {
 			t.Fatalf("Resolve during the worker's attempt = %v", err)
 		}
-		if after := rh.record("a", "widgets", "k1"); after.Fence != before.Fence || after.State != postkeys.StateInProgress || rh.audits("k1") != 0 {
+		if after := rh.record("a", "widgets", "k1"); after.Fence != before.Fence || after.State != store.RecordInProgress || rh.audits("k1") != 0 {
 			t.Fatalf("a refused resolution wrote: %+v", after)
 		}
 		entered <- struct{}{}
 		if stats := <-done; stats.Completed != 1 {
 			t.Fatalf("worker %+v", stats)
 		}
-		if rec := rh.record("a", "widgets", "k1"); rec.State != postkeys.StateCompleted || rec.ResourceRef == succeeded.Reference {
+		if rec := rh.record("a", "widgets", "k1"); rec.State != store.RecordCompleted || rec.ResourceRef == succeeded.Reference {
 			t.Fatalf("record %+v", rec)
 		}
 
 		rh.unknown("k2")
-		if _, err := rh.keys.Resolve(context.Background(), postkeys.ResolveParams{ID: postkeys.RecordID{Tenant: "a", Operation: "widgets", Key: "k2"},
+		if _, err := rh.keys.Resolve(context.Background(), postkeys.ResolveParams{ID: store.RecordKey{Tenant: "a", Operation: "widgets", Key: "k2"},
 			Outcome: postkeys.OutcomeSucceeded, Reference: "wd_x", Actor: "bob", Reason: "checked"}); err != nil {
 			t.Fatalf("Adapter.Resolve = %v", err)
 		}
@@ -391,7 +391,7 @@ func TestResolveRacingTheRecoveryWorker(t *testing.T) {
 				t.Fatalf("%s: the losing resolution failed with %v", key, rErr)
 			}
 			rec := rh.record("a", "widgets", key)
-			if rec.State != postkeys.StateCompleted || (rec.ResourceRef == succeeded.Reference) != operatorWon {
+			if rec.State != store.RecordCompleted || (rec.ResourceRef == succeeded.Reference) != operatorWon {
 				t.Fatalf("%s: record %+v, operator won %v", key, rec, operatorWon)
 			}
 			if n := rh.audits(key); (n == 1) != operatorWon || n > 1 {

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 )
 
 // attempt is one execution of an operation under one fencing token: the
@@ -20,7 +21,7 @@ import (
 type attempt struct {
 	a  *Adapter
 	op *operation
-	id RecordID
+	id store.RecordKey
 	// fingerprint is the stored form ("v1:…").
 	fingerprint string
 	// number is the attempt's number in the record's life (logs, Run.Attempt);
@@ -48,7 +49,7 @@ type attempt struct {
 	version   int
 	// held is the record the deferred claim found holding the key: the
 	// request is answered from it, as after any claim that lost.
-	held *Record
+	held *store.RecordRow
 	// leaseSent and leaseSentClock are the process's monotonic clock and
 	// the engine's clock taken before the last statement that set this
 	// attempt's lease (claim, takeover, phase, renewal) was sent; zero
@@ -137,9 +138,9 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 		}
 	}
 	var (
-		claim    Claim
+		claim    store.RecordClaim
 		claimed  bool
-		held     Record
+		held     store.RecordRow
 		isHeld   bool
 		stored   storedResponse
 		complete bool
@@ -182,12 +183,11 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 				stored, serr = a.storable(at.op, resp, "")
 			}
 			if complete = serr == nil; complete {
-				p := a.completeParams(at, stored)
-				p.Fence, p.Point = fence, point
-				if stored.truncated {
-					p.Body = nil
+				p, err := a.completeParams(at, stored)
+				if err != nil {
+					return err
 				}
-				var err error
+				p.Fence, p.Point = fence, point
 				if ok, err = a.records.Complete(ctx, tx, p); err != nil {
 					return err
 				}
@@ -195,7 +195,7 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 		}
 		if !complete {
 			var err error
-			ok, err = a.records.Advance(ctx, tx, AdvanceParams{ID: at.id, Fence: fence, Point: point,
+			ok, err = a.records.Advance(ctx, tx, &store.RecordAdvanceParams{ID: at.id, Fence: fence, Point: point,
 				Ref: resp.ResourceRef, Lease: a.cfg.LeaseDuration})
 			if err != nil {
 				return err
@@ -216,7 +216,7 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 	if claimed {
 		at.unclaimed = false
 		at.number, at.fence = claim.Attempt, claim.Fence
-		a.logTransition(ctx, at, "claimed", StateInProgress, 0, false)
+		a.logTransition(ctx, at, "claimed", store.RecordInProgress, 0, false)
 	}
 	at.point = point
 	if resp.ResourceRef != "" {
@@ -229,13 +229,13 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 			out = outcome{resp: stored, body: stored.body, metric: framework.OutcomeRejected}
 		}
 		at.done = &out
-		a.logTransition(ctx, at, "phase", StateInProgress, 0, false)
-		a.logTransition(ctx, at, "completed", StateCompleted, stored.status, false)
+		a.logTransition(ctx, at, "phase", store.RecordInProgress, 0, false)
+		a.logTransition(ctx, at, "completed", store.RecordCompleted, stored.status, false)
 	} else {
 		if at.recorded {
 			at.markLease(mono, clock)
 		}
-		a.logTransition(ctx, at, "phase", StateInProgress, 0, false)
+		a.logTransition(ctx, at, "phase", store.RecordInProgress, 0, false)
 	}
 	if claimed {
 		if err := at.failPoint(ctx, FailPointAfterClaim); err != nil {
@@ -254,9 +254,9 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 // record is kept in at.held and ErrFenced returned.
 func (at *attempt) claimOwn(ctx context.Context) error {
 	var (
-		c       Claim
+		c       store.RecordClaim
 		claimed bool
-		rec     Record
+		rec     store.RecordRow
 	)
 	mono, clock := at.sendingLeaseWrite()
 	err := at.a.db.Write(ctx, func(tx *gorm.DB) error {
@@ -274,7 +274,7 @@ func (at *attempt) claimOwn(ctx context.Context) error {
 	at.unclaimed = false
 	at.number, at.fence = c.Attempt, c.Fence
 	at.markLease(mono, clock)
-	at.a.logTransition(ctx, at, "claimed", StateInProgress, 0, false)
+	at.a.logTransition(ctx, at, "claimed", store.RecordInProgress, 0, false)
 	return at.failPoint(ctx, FailPointAfterClaim)
 }
 
@@ -293,7 +293,7 @@ func (at *attempt) renew(ctx context.Context) error {
 	mono, clock := at.sendingLeaseWrite()
 	err := at.a.db.Write(ctx, func(tx *gorm.DB) error {
 		var err error
-		ok, err = at.a.records.Renew(ctx, tx, RenewParams{ID: at.id, Fence: at.fence, Lease: at.a.cfg.LeaseDuration})
+		ok, err = at.a.records.Renew(ctx, tx, &store.RecordRenewParams{ID: at.id, Fence: at.fence, Lease: at.a.cfg.LeaseDuration})
 		return err
 	})
 	if err != nil {

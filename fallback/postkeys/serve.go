@@ -81,7 +81,7 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 	}
 	if cacheable {
 		if e, ok := op.replays.Get(ck); ok {
-			at := a.newAttempt(c, op, RecordID{tenant, op.name, key}, e.Fingerprint, e.Command, params, start)
+			at := a.newAttempt(c, op, store.RecordKey{Tenant: tenant, Operation: op.name, Key: key}, e.Fingerprint, e.Command, params, start)
 			if out, replayed, err = a.replayFromReplica(ctx, op, at); err == nil && !replayed {
 				out, replayed, err = a.replayCompleted(ctx, op, at)
 			}
@@ -106,7 +106,7 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 		a.fail(c, op, err)
 		return
 	}
-	at := a.newAttempt(c, op, RecordID{tenant, op.name, key}, fp.String(), cmd, params, start)
+	at := a.newAttempt(c, op, store.RecordKey{Tenant: tenant, Operation: op.name, Key: key}, fp.String(), cmd, params, start)
 	at.recorded = present
 	if present {
 		out, replayed, err = a.replayFromReplica(ctx, op, at)
@@ -133,7 +133,7 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 
 // newAttempt is the attempt of a request with the key of id, whose
 // command and fingerprint are known.
-func (a *Adapter) newAttempt(c *gin.Context, op *operation, id RecordID, fingerprint string, cmd any, params map[string]string, start time.Time) *attempt {
+func (a *Adapter) newAttempt(c *gin.Context, op *operation, id store.RecordKey, fingerprint string, cmd any, params map[string]string, start time.Time) *attempt {
 	return &attempt{a: a, op: op, id: id, fingerprint: fingerprint,
 		recorded: true, seed: id.Key, cmd: cmd, hasCmd: true, header: c.Request.Header,
 		pathParams: params, point: PointStarted, start: start}
@@ -143,7 +143,7 @@ func (a *Adapter) newAttempt(c *gin.Context, op *operation, id RecordID, fingerp
 // record on the primary when the read-first of its mode would replay it
 // (a completed record of this request); replayed is false otherwise.
 func (a *Adapter) replayCompleted(ctx context.Context, op *operation, at *attempt) (_ outcome, replayed bool, _ error) {
-	rec, found, err := a.records.Get(ctx, a.db.Gorm, at.id)
+	rec, found, err := a.records.Get(ctx, a.db.Gorm, &store.RecordGetParams{ID: at.id})
 	if err != nil {
 		return outcome{}, true, a.db.Classify(err)
 	}
@@ -218,14 +218,14 @@ const replicaMargin = time.Minute
 // primary decides as if the replica had not been asked.
 func (a *Adapter) replayFromReplica(ctx context.Context, op *operation, at *attempt) (_ outcome, replayed bool, _ error) {
 	var (
-		rec   Record
+		rec   store.RecordRow
 		found bool
 	)
 	err := a.db.ReadReplica(ctx, func(ctx context.Context, r *gorm.DB) (err error) {
-		rec, found, err = a.records.Get(ctx, r, at.id)
+		rec, found, err = a.records.Get(ctx, r, &store.RecordGetParams{ID: at.id})
 		return err
 	})
-	if err != nil || !found || rec.State != StateCompleted || rec.Fingerprint != at.fingerprint || rec.Expired ||
+	if err != nil || !found || rec.State != store.RecordCompleted || rec.Fingerprint != at.fingerprint || rec.Expired ||
 		!rec.ExpiresAt.After(a.engine.Now().Add(replicaMargin)) {
 		return outcome{}, false, nil
 	}
@@ -239,7 +239,7 @@ func (a *Adapter) replayFromReplica(ctx context.Context, op *operation, at *atte
 // is answered from that one read. Anything else (no record, an expired
 // one) takes the claim path (serveLocalClaimed).
 func (a *Adapter) serveLocal(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
-	rec, found, err := a.records.Get(ctx, a.db.Gorm, at.id)
+	rec, found, err := a.records.Get(ctx, a.db.Gorm, &store.RecordGetParams{ID: at.id})
 	if err != nil {
 		return outcome{}, a.db.Classify(err)
 	}
@@ -279,7 +279,11 @@ func (a *Adapter) serveLocalClaimed(ctx context.Context, op *operation, at *atte
 		if out, stored, err = a.executeLocal(ctx, tx, op, at); err != nil {
 			return err
 		}
-		ok, err := a.records.Complete(ctx, tx, a.completeParams(at, stored))
+		p, err := a.completeParams(at, stored)
+		if err != nil {
+			return err
+		}
+		ok, err := a.records.Complete(ctx, tx, p)
 		if err != nil {
 			return err
 		}
@@ -293,8 +297,8 @@ func (a *Adapter) serveLocalClaimed(ctx context.Context, op *operation, at *atte
 		return outcome{}, err
 	}
 	if executed {
-		a.logTransition(ctx, at, "claimed", StateInProgress, 0, false)
-		a.logTransition(ctx, at, "completed", StateCompleted, out.resp.status, false)
+		a.logTransition(ctx, at, "claimed", store.RecordInProgress, 0, false)
+		a.logTransition(ctx, at, "completed", store.RecordCompleted, out.resp.status, false)
 	}
 	return out, nil
 }
@@ -330,54 +334,50 @@ func (a *Adapter) executeLocal(ctx context.Context, tx *gorm.DB, op *operation, 
 	default:
 		return outcome{}, storedResponse{}, err
 	}
-	if stored.truncated {
-		stored.body = nil
-	}
 	return out, stored, nil
 }
 
 // claimTx claims the key inside tx. A key nobody holds is taken by
-// [RecordStore.Insert], which neither locks nor writes when the key is
+// [store.Records.Insert], which neither locks nor writes when the key is
 // held; the record found instead is read plainly, so a replay writes
 // nothing. An expired (or meanwhile released) record is reclaimed by the
-// one statement of [RecordStore.Reclaim]. When the key is held, held is the
-// live record.
-func (a *Adapter) claimTx(ctx context.Context, tx *gorm.DB, at *attempt, version int) (c Claim, claimed bool, held Record, err error) {
+// one statement of [store.Records.Reclaim]. When the key is held, held is
+// the live record.
+func (a *Adapter) claimTx(ctx context.Context, tx *gorm.DB, at *attempt, version int) (c store.RecordClaim, claimed bool, held store.RecordRow, err error) {
 	ctx, span := framework.StartSpan(ctx, "postkeys.claim", framework.AttrOperation.String(at.id.Operation))
 	defer func() { span.SetAttributes(attribute.Bool("retrysafe.claimed", claimed)); framework.EndSpan(span, err) }()
-	p := a.claimParams(at, version)
+	p := &store.RecordClaimParams{ID: at.id, Fingerprint: at.fingerprint, FingerprintVersion: version,
+		Point: PointStarted, Lease: a.cfg.LeaseDuration, TTL: a.engine.Retention().ReplayWindow}
 	if c, claimed, err = a.records.Insert(ctx, tx, p); err != nil || claimed {
-		return c, claimed, Record{}, err
+		return c, claimed, store.RecordRow{}, err
 	}
-	rec, found, err := a.records.Get(ctx, tx, at.id)
+	get := &store.RecordGetParams{ID: at.id}
+	rec, found, err := a.records.Get(ctx, tx, get)
 	if err != nil || found && !rec.Expired {
-		return Claim{}, false, rec, err
+		return store.RecordClaim{}, false, rec, err
 	}
 	if c, claimed, err = a.records.Reclaim(ctx, tx, p); err != nil || claimed {
-		return c, claimed, Record{}, err
+		return c, claimed, store.RecordRow{}, err
 	}
-	if rec, found, err = a.records.Get(ctx, tx, at.id); err == nil && !found {
+	if rec, found, err = a.records.Get(ctx, tx, get); err == nil && !found {
 		err = errors.New("postkeys: the record vanished inside the claim's transaction")
 	}
-	return Claim{}, false, rec, err
-}
-
-// claimParams is the claim of at's key.
-func (a *Adapter) claimParams(at *attempt, version int) ClaimParams {
-	return ClaimParams{ID: at.id, Fingerprint: at.fingerprint, FingerprintVersion: version,
-		Lease: a.cfg.LeaseDuration, TTL: a.engine.Retention().ReplayWindow}
+	return store.RecordClaim{}, false, rec, err
 }
 
 // completeParams is the completion of at with the outcome s.
-func (a *Adapter) completeParams(at *attempt, s storedResponse) CompleteParams {
-	return CompleteParams{ID: at.id, Fence: at.fence, Status: s.status, Header: s.header, Body: s.body,
-		Truncated: s.truncated, Ref: s.ref, ErrorCode: s.errorCode, TTL: a.engine.Retention().ReplayWindow}
+func (a *Adapter) completeParams(at *attempt, s storedResponse) (*store.RecordCompleteParams, error) {
+	o, err := s.recordOutcome(a.engine.Retention().ReplayWindow)
+	if err != nil {
+		return nil, err
+	}
+	return &store.RecordCompleteParams{ID: at.id, Fence: at.fence, RecordOutcome: o}, nil
 }
 
 // answerExisting answers a Local request from the live record rec it did
 // not claim, as d (decidePost) says: the stored response, or the refusal
 // (422 for a different request, 409 for an unfinished one).
-func (a *Adapter) answerExisting(ctx context.Context, db *gorm.DB, op *operation, at *attempt, rec Record, d postDecision) (outcome, error) {
+func (a *Adapter) answerExisting(ctx context.Context, db *gorm.DB, op *operation, at *attempt, rec store.RecordRow, d postDecision) (outcome, error) {
 	switch d.Action {
 	case postReplay:
 		return a.replay(ctx, db, op, at, rec)
@@ -390,7 +390,7 @@ func (a *Adapter) answerExisting(ctx context.Context, db *gorm.DB, op *operation
 }
 
 // replay answers with a completed record's stored response.
-func (a *Adapter) replay(ctx context.Context, db *gorm.DB, op *operation, at *attempt, rec Record) (outcome, error) {
+func (a *Adapter) replay(ctx context.Context, db *gorm.DB, op *operation, at *attempt, rec store.RecordRow) (outcome, error) {
 	body := rec.ResponseBody
 	if rec.Truncated {
 		if op.render == nil {
@@ -402,8 +402,8 @@ func (a *Adapter) replay(ctx context.Context, db *gorm.DB, op *operation, at *at
 		}
 	}
 	at.number, at.fence, at.point, at.ref = rec.Attempt, rec.Fence, rec.RecoveryPoint, rec.ResourceRef
-	a.logTransition(ctx, at, "replayed", StateCompleted, rec.ResponseStatus, true)
-	return outcome{resp: storedResponse{status: rec.ResponseStatus, header: rec.ResponseHeader},
+	a.logTransition(ctx, at, "replayed", store.RecordCompleted, rec.ResponseStatus, true)
+	return outcome{resp: storedResponse{status: rec.ResponseStatus, header: responseHeader(&rec)},
 		body: body, replayed: true, metric: framework.OutcomeReplayed}, nil
 }
 
@@ -420,7 +420,7 @@ func (a *Adapter) replay(ctx context.Context, db *gorm.DB, op *operation, at *at
 // record again.
 func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, version int) (outcome, error) {
 	waitUntil := time.Now().Add(a.cfg.InProgressWait)
-	if rec, found, err := a.records.Get(ctx, a.db.Gorm, at.id); err != nil {
+	if rec, found, err := a.records.Get(ctx, a.db.Gorm, &store.RecordGetParams{ID: at.id}); err != nil {
 		return outcome{}, a.db.Classify(err)
 	} else if found && a.decidePhased(at, rec, true, waitUntil).Action == postReplay {
 		return a.replay(ctx, a.db.Gorm.WithContext(ctx), op, at, rec)
@@ -431,7 +431,7 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 	ctx, cancel := server.Detach(ctx, a.cfg.LeaseDuration)
 	defer cancel()
 	d := postDecision{Action: postClaim}
-	var rec Record
+	var rec store.RecordRow
 	for range maxDecisions {
 		switch d.Action {
 		case postClaim:
@@ -462,7 +462,7 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 			found bool
 			err   error
 		)
-		if rec, found, err = a.records.Get(ctx, a.db.Gorm, at.id); err != nil {
+		if rec, found, err = a.records.Get(ctx, a.db.Gorm, &store.RecordGetParams{ID: at.id}); err != nil {
 			return outcome{}, a.db.Classify(err)
 		}
 		d = a.decidePhased(at, rec, found, waitUntil)
@@ -472,7 +472,7 @@ func (a *Adapter) servePhased(ctx context.Context, op *operation, at *attempt, v
 
 // decidePhased is decidePost for a phased request that found rec (when
 // found) and may wait for it until waitUntil.
-func (a *Adapter) decidePhased(at *attempt, rec Record, found bool, waitUntil time.Time) postDecision {
+func (a *Adapter) decidePhased(at *attempt, rec store.RecordRow, found bool, waitUntil time.Time) postDecision {
 	return decidePost(postState{Mode: Phased, Fingerprint: at.fingerprint, Found: found, Record: rec,
 		WaitLeft: time.Until(waitUntil), PollInterval: a.cfg.PollInterval})
 }
@@ -481,14 +481,14 @@ func (a *Adapter) decidePhased(at *attempt, rec Record, found bool, waitUntil ti
 // attempt to its outcome. With ClaimInFirstPhase the claim is the first
 // phase's (executeUnclaimed). When the key is held, held is the record
 // found and nothing was written.
-func (a *Adapter) claimPhased(ctx context.Context, op *operation, at *attempt, version int) (_ outcome, held *Record, _ error) {
+func (a *Adapter) claimPhased(ctx context.Context, op *operation, at *attempt, version int) (_ outcome, held *store.RecordRow, _ error) {
 	if op.claimInFirstPhase {
 		return a.executeUnclaimed(ctx, op, at, version)
 	}
 	var (
-		c       Claim
+		c       store.RecordClaim
 		claimed bool
-		rec     Record
+		rec     store.RecordRow
 	)
 	mono, clock := at.sendingLeaseWrite()
 	err := a.db.WriteRetrying(ctx, func(tx *gorm.DB) error {
@@ -504,7 +504,7 @@ func (a *Adapter) claimPhased(ctx context.Context, op *operation, at *attempt, v
 	}
 	at.number, at.fence, at.claimedAt, at.point, at.ref = c.Attempt, c.Fence, a.engine.Now(), PointStarted, ""
 	at.markLease(mono, clock)
-	a.logTransition(ctx, at, "claimed", StateInProgress, 0, false)
+	a.logTransition(ctx, at, "claimed", store.RecordInProgress, 0, false)
 	out, err := a.execute(ctx, op, at, false)
 	return out, nil, err
 }
@@ -517,7 +517,7 @@ func (a *Adapter) claimPhased(ctx context.Context, op *operation, at *attempt, v
 // the key is claimed then, in a transaction of its own, and the outcome
 // is finished as any attempt's: a response or a rejection completes the
 // record, an error releases it.
-func (a *Adapter) executeUnclaimed(ctx context.Context, op *operation, at *attempt, version int) (_ outcome, held *Record, _ error) {
+func (a *Adapter) executeUnclaimed(ctx context.Context, op *operation, at *attempt, version int) (_ outcome, held *store.RecordRow, _ error) {
 	at.unclaimed, at.version, at.held = true, version, nil
 	at.number, at.fence, at.claimedAt, at.point, at.ref = 0, 0, a.engine.Now(), PointStarted, ""
 	at.leaseSent, at.leaseSentClock = time.Time{}, time.Time{}
@@ -563,15 +563,15 @@ func (a *Adapter) execute(ctx context.Context, op *operation, at *attempt, recon
 
 // takeover moves rec to this attempt under a new fence; false when another
 // attempt was faster or the lease was renewed meanwhile.
-func (a *Adapter) takeover(ctx context.Context, at *attempt, rec Record) (bool, error) {
+func (a *Adapter) takeover(ctx context.Context, at *attempt, rec store.RecordRow) (bool, error) {
 	var (
-		c  Claim
+		c  store.RecordClaim
 		ok bool
 	)
 	mono, clock := at.sendingLeaseWrite()
 	err := a.db.WriteRetrying(ctx, func(tx *gorm.DB) error {
 		var err error
-		c, ok, err = a.records.Takeover(ctx, tx, TakeoverParams{ID: at.id, Fence: rec.Fence, From: rec.State,
+		c, ok, err = a.records.Takeover(ctx, tx, &store.RecordTakeoverParams{ID: at.id, Fence: rec.Fence, From: rec.State,
 			Lease: a.cfg.LeaseDuration})
 		return err
 	})
@@ -580,7 +580,7 @@ func (a *Adapter) takeover(ctx context.Context, at *attempt, rec Record) (bool, 
 	}
 	at.number, at.fence, at.claimedAt, at.point, at.ref = c.Attempt, c.Fence, a.engine.Now(), rec.RecoveryPoint, rec.ResourceRef
 	at.markLease(mono, clock)
-	a.logTransition(ctx, at, "taken_over", StateInProgress, 0, false, slog.String("from", string(rec.State)))
+	a.logTransition(ctx, at, "taken_over", store.RecordInProgress, 0, false, slog.String("from", string(rec.State)))
 	return true, nil
 }
 
@@ -593,7 +593,7 @@ func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp R
 	case errors.Is(err, ErrAbandoned):
 		// A crash at a fail point: whatever was committed stays, nothing
 		// more is (even after Run.Complete, the client gets no answer).
-		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(err)))
+		a.logTransition(ctx, at, "abandoned", store.RecordInProgress, 0, false, slog.String("error", store.RedactError(err)))
 		return outcome{}, err
 	case at.done != nil:
 		// Run.Complete stored the outcome with the last phase: it is the
@@ -623,16 +623,17 @@ func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp R
 		return out, nil
 	}
 	if err := at.failPoint(ctx, FailPointBeforeComplete); err != nil {
-		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(err)))
+		a.logTransition(ctx, at, "abandoned", store.RecordInProgress, 0, false, slog.String("error", store.RedactError(err)))
 		return outcome{}, err
-	}
-	if stored.truncated {
-		stored.body = nil
 	}
 	var ok bool
 	err = a.db.Write(ctx, func(tx *gorm.DB) error {
 		var err error
-		ok, err = a.records.Complete(ctx, tx, a.completeParams(at, stored))
+		p, err := a.completeParams(at, stored)
+		if err != nil {
+			return err
+		}
+		ok, err = a.records.Complete(ctx, tx, p)
 		return err
 	})
 	if err != nil {
@@ -643,7 +644,7 @@ func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp R
 	if !ok {
 		return a.afterFenced(ctx, op, at)
 	}
-	a.logTransition(ctx, at, "completed", StateCompleted, stored.status, false)
+	a.logTransition(ctx, at, "completed", store.RecordCompleted, stored.status, false)
 	return out, nil
 }
 
@@ -658,7 +659,7 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 		// The deadline has passed: nothing can be sent any more. The record
 		// stays in progress until its lease ends, and a retry or the
 		// recovery worker settles it; the answer is 503 and cause says why.
-		a.logTransition(ctx, at, "abandoned", StateInProgress, 0, false, slog.String("error", store.RedactError(cause)))
+		a.logTransition(ctx, at, "abandoned", store.RecordInProgress, 0, false, slog.String("error", store.RedactError(cause)))
 		if framework.ErrorFor(cause).Code != wire.CodeUnavailable {
 			cause = &framework.Error{Code: wire.CodeUnavailable,
 				Detail: "the deadline passed before the outcome was recorded; retry with the same key", Err: cause}
@@ -669,7 +670,7 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 	if at.point == PointStarted && !reconciling {
 		err := a.db.Write(ctx, func(tx *gorm.DB) error {
 			var err error
-			ok, err = a.records.Release(ctx, tx, ReleaseParams{ID: at.id, Fence: at.fence})
+			ok, err = a.records.Release(ctx, tx, &store.RecordReleaseParams{ID: at.id, Fence: at.fence, Point: PointStarted})
 			return err
 		})
 		if err != nil {
@@ -684,7 +685,7 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 	code := string(framework.ErrorFor(cause).Code)
 	err := a.db.Write(ctx, func(tx *gorm.DB) error {
 		var err error
-		ok, err = a.records.MarkUnknown(ctx, tx, MarkUnknownParams{ID: at.id, Fence: at.fence, ErrorCode: code})
+		ok, err = a.records.MarkUnknown(ctx, tx, &store.RecordMarkUnknownParams{ID: at.id, Fence: at.fence, ErrorCode: code})
 		return err
 	})
 	if err != nil {
@@ -693,7 +694,7 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 	if !ok {
 		return a.afterFenced(ctx, at.op, at)
 	}
-	a.logTransition(ctx, at, "unknown", StateUnknown, 0, false, slog.String("error", store.RedactError(cause)))
+	a.logTransition(ctx, at, "unknown", store.RecordUnknown, 0, false, slog.String("error", store.RedactError(cause)))
 	return outcome{}, &framework.Error{Code: wire.CodeOutcomePending,
 		Detail: "the outcome of this request is not known yet and is being reconciled; retry later with the same key", Err: cause}
 }
@@ -701,12 +702,12 @@ func (a *Adapter) failed(ctx context.Context, at *attempt, cause error, reconcil
 // afterFenced answers a fenced-off attempt with the outcome of the attempt
 // that took its record over, or 409 while that one still runs.
 func (a *Adapter) afterFenced(ctx context.Context, op *operation, at *attempt) (outcome, error) {
-	a.logTransition(ctx, at, "fenced", StateInProgress, 0, false)
-	rec, found, err := a.records.Get(ctx, a.db.Gorm, at.id)
+	a.logTransition(ctx, at, "fenced", store.RecordInProgress, 0, false)
+	rec, found, err := a.records.Get(ctx, a.db.Gorm, &store.RecordGetParams{ID: at.id})
 	if err != nil {
 		return outcome{}, a.db.Classify(err)
 	}
-	if found && rec.State == StateCompleted && rec.Fingerprint == at.fingerprint {
+	if found && rec.State == store.RecordCompleted && rec.Fingerprint == at.fingerprint {
 		return a.replay(ctx, a.db.Gorm.WithContext(ctx), op, at, rec)
 	}
 	return outcome{}, errInProgress()

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -136,7 +137,7 @@ func TestPhasedServerErrorIsNeverStored(t *testing.T) {
 		if pending.code(t) != "outcome_pending" || pending.Header.Get("Retry-After") == "" {
 			t.Fatalf("5xx after a phase: %v %s", pending.Header, pending.Body)
 		}
-		if rec := h.record("a", "flaky_phased", "after"); rec.State != postkeys.StateUnknown || rec.ResponseStatus != 0 {
+		if rec := h.record("a", "flaky_phased", "after"); rec.State != store.RecordUnknown || rec.ResponseStatus != 0 {
 			t.Fatalf("record after a 5xx past a phase: %+v", rec)
 		}
 		settled := h.post("/v1/flaky_phased", tokenA, "after", `{"name":"after"}`)
@@ -247,7 +248,7 @@ func TestLocalDuplicateNeverExecutes(t *testing.T) {
 		if n := h.count("SELECT count(*) FROM widgets WHERE name = 'held'"); n != 1 {
 			t.Fatalf("widgets of k1 = %d, want 1", n)
 		}
-		if rec := h.record("a", "held", "k1"); rec.State != postkeys.StateCompleted || rec.Attempt != 1 {
+		if rec := h.record("a", "held", "k1"); rec.State != store.RecordCompleted || rec.Attempt != 1 {
 			t.Fatalf("record %+v", rec)
 		}
 	})

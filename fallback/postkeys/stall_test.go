@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -111,7 +112,7 @@ func TestStalledAttemptWokenAfterItsOwnLease(t *testing.T) {
 			t.Fatalf("widgets %d, provider calls %d, want none", h.widgetsCount(), h.widgets.provider.Load())
 		}
 		rec := h.record("a", "widgets", "k1")
-		if rec.State != postkeys.StateInProgress || rec.RecoveryPoint != postkeys.PointStarted || !rec.UpdatedAt.Equal(claimed.UpdatedAt) {
+		if rec.State != store.RecordInProgress || rec.RecoveryPoint != postkeys.PointStarted || !rec.UpdatedAt.Equal(claimed.UpdatedAt) {
 			t.Fatalf("the expired attempt wrote its record: %+v", rec)
 		}
 		r := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
@@ -142,7 +143,7 @@ func TestStalledAttemptRenewsBeforeTheProvider(t *testing.T) {
 		if h.widgetsCount() != 1 || h.widgets.provider.Load() != 0 {
 			t.Fatalf("widgets %d, provider calls %d; want the phase's row and no call", h.widgetsCount(), h.widgets.provider.Load())
 		}
-		if rec := h.record("a", "widgets", "k1"); rec.State != postkeys.StateInProgress || rec.RecoveryPoint != "widget_created" {
+		if rec := h.record("a", "widgets", "k1"); rec.State != store.RecordInProgress || rec.RecoveryPoint != "widget_created" {
 			t.Fatalf("record %+v", rec)
 		}
 		r := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)

@@ -34,19 +34,19 @@ type RecoverStats struct {
 // refreshes the gauges at the end.
 func (a *Adapter) RecoverOnce(ctx context.Context) (RecoverStats, error) {
 	var stats RecoverStats
-	recs, err := a.records.ListUnfinished(ctx, a.db.Gorm, a.cfg.RecoveryBatchSize)
+	recs, err := a.records.ListUnfinished(ctx, a.db.Gorm, &store.RecordListUnfinishedParams{Limit: a.cfg.RecoveryBatchSize})
 	if err != nil {
 		return stats, a.db.Classify(err)
 	}
 	var errs []error
 	for _, rec := range recs {
-		op := a.operation(rec.Operation)
+		op := a.operation(rec.ID.Operation)
 		if op == nil || op.mode != Phased {
 			stats.Skipped++
 			continue
 		}
-		at := &attempt{a: a, op: op, id: rec.ID(), fingerprint: rec.Fingerprint,
-			recorded: true, seed: rec.Key, start: time.Now()}
+		at := &attempt{a: a, op: op, id: rec.ID, fingerprint: rec.Fingerprint,
+			recorded: true, seed: rec.ID.Key, start: time.Now()}
 		ok, err := a.takeover(ctx, at, rec)
 		if err != nil {
 			errs = append(errs, err)
@@ -56,11 +56,11 @@ func (a *Adapter) RecoverOnce(ctx context.Context) (RecoverStats, error) {
 			stats.Skipped++
 			continue
 		}
-		if at.point == PointStarted && rec.State == StateInProgress {
+		if at.point == PointStarted && rec.State == store.RecordInProgress {
 			var released bool
 			err := a.db.Write(ctx, func(tx *gorm.DB) error {
 				var err error
-				released, err = a.records.Release(ctx, tx, ReleaseParams{ID: at.id, Fence: at.fence})
+				released, err = a.records.Release(ctx, tx, &store.RecordReleaseParams{ID: at.id, Fence: at.fence, Point: PointStarted})
 				return err
 			})
 			switch {
@@ -114,7 +114,7 @@ type CleanupStats struct {
 // expires_at in batches of Config.CleanupBatchSize, one statement each,
 // until none is left. It never deletes in_progress or unknown records.
 func (a *Adapter) CleanupOnce(ctx context.Context) (CleanupStats, error) {
-	stats, err := Cleanup(ctx, a.db, a.records, a.cfg.CleanupBatchSize, nil)
+	stats, err := cleanup(ctx, a.db, a.records, a.cfg.CleanupBatchSize, nil)
 	if stats.Deleted > 0 {
 		a.logger.LogAttrs(ctx, slog.LevelInfo, "idempotency records expired",
 			slog.Int64("deleted", stats.Deleted), slog.Int("batches", stats.Batches))
@@ -127,16 +127,25 @@ func (a *Adapter) CleanupOnce(ctx context.Context) (CleanupStats, error) {
 // batchSize (one statement and one transaction each) until none is left,
 // and calls onBatch, when not nil, with each batch's count. It never
 // deletes in_progress or unknown records.
-func Cleanup(ctx context.Context, db *store.DB, records RecordStore, batchSize int, onBatch func(deleted int64)) (CleanupStats, error) {
+func Cleanup(ctx context.Context, db *store.DB, batchSize int, onBatch func(deleted int64)) (CleanupStats, error) {
+	if db == nil {
+		return CleanupStats{}, errors.New("postkeys: Cleanup needs a database")
+	}
+	return cleanup(ctx, db, db.Driver.Records(), batchSize, onBatch)
+}
+
+// cleanup is [Cleanup] with the statements of records.
+func cleanup(ctx context.Context, db *store.DB, records store.Records, batchSize int, onBatch func(deleted int64)) (CleanupStats, error) {
 	var stats CleanupStats
 	if batchSize <= 0 {
 		return stats, errors.New("postkeys: Cleanup needs a positive batch size")
 	}
+	batch := &store.RecordDeleteExpiredParams{Limit: batchSize}
 	for ctx.Err() == nil {
 		var n int64
 		err := db.Write(ctx, func(tx *gorm.DB) error {
 			var err error
-			n, err = records.DeleteExpired(ctx, tx, batchSize)
+			n, err = records.DeleteExpired(ctx, tx, batch)
 			return err
 		})
 		if err != nil {

@@ -14,12 +14,13 @@ import (
 // parameter struct, run on db, the caller's transaction (from [DB.Write])
 // or the pool, so that a record's writes commit with the business writes.
 // Each driver builds it ([Driver.Records]) from one portable template
-// and its own spellings. The POST fallback (fallback/postkeys,
-// RecordStore) is its user; the record's states and recovery points are
-// the caller's strings.
+// and its own spellings. The POST fallback (fallback/postkeys) is its
+// user, calling it directly; a record's state is one of the
+// [RecordState]s, and its recovery points, headers and codes are the
+// caller's text.
 //
-// Every driver keeps these rules, which the contract suite (storetest,
-// running fallback/postkeys/recordstoretest) checks:
+// Every driver keeps these rules, which the contract suite (storetest's
+// records.go) checks:
 //   - Times are the database's clock, read by the statement itself; no
 //     method takes a time from the process. (The framework's tests move
 //     that clock with a test driver, storetest.ShiftRecordClock, never
@@ -92,7 +93,8 @@ type Records interface {
 	Stats(ctx context.Context, db *gorm.DB) (RecordStats, error)
 	// List lists up to p.Limit records that match p's filters, oldest
 	// creation first, with their Expired and LeaseExpired flags as of the
-	// database clock. It takes no lock and writes nothing.
+	// database clock. It takes no lock and writes nothing. A Limit that
+	// is not positive, or a negative OlderThan, is an error.
 	List(ctx context.Context, db *gorm.DB, p *RecordListParams) ([]RecordRow, error)
 	// CountExpired counts the completed records past expires_at: what
 	// DeleteExpired would delete.
@@ -108,6 +110,24 @@ type Records interface {
 	// declared of it; found is false when none did.
 	GetOperation(ctx context.Context, db *gorm.DB, operation string) (op RecordOperation, found bool, err error)
 }
+
+// RecordState is the state of an idempotency record (DESIGN §6): the
+// statements of [Records] set and test these three. A completed record
+// past its expires_at counts as absent ([RecordRow].Expired) and is
+// reclaimed by the next claim.
+type RecordState string
+
+// The states of a record.
+const (
+	// RecordInProgress: an attempt holds the record under a lease.
+	RecordInProgress RecordState = "in_progress"
+	// RecordCompleted: the record holds the outcome, replayed until
+	// expires_at.
+	RecordCompleted RecordState = "completed"
+	// RecordUnknown: an attempt failed after a side effect; the outcome
+	// is being reconciled.
+	RecordUnknown RecordState = "unknown"
+)
 
 // RecordKey is a record's primary key.
 type RecordKey struct {
@@ -130,11 +150,10 @@ type RecordRow struct {
 	ID                 RecordKey
 	Fingerprint        string
 	FingerprintVersion int
-	// State is "in_progress", "completed" or "unknown".
-	State         string
-	RecoveryPoint string
-	Attempt       int64
-	Fence         int64
+	State              RecordState
+	RecoveryPoint      string
+	Attempt            int64
+	Fence              int64
 	// LockedUntil is the lease's end (zero when none).
 	LockedUntil    time.Time
 	ResponseStatus int
@@ -181,9 +200,10 @@ type RecordTakeoverParams struct {
 	ID RecordKey
 	// Fence is the token the taker saw on the record.
 	Fence int64
-	// From is the state the taker saw: "unknown", or "in_progress" (then
-	// the lease must have ended on the database clock).
-	From  string
+	// From is the state the taker saw: RecordUnknown, or
+	// RecordInProgress (then the lease must have ended on the database
+	// clock).
+	From  RecordState
 	Lease time.Duration
 }
 
@@ -262,11 +282,11 @@ type RecordDeleteExpiredParams struct {
 type RecordListParams struct {
 	Tenant    string
 	Operation string
-	State     string
+	State     RecordState
 	// OlderThan keeps the records created at least that long ago on the
 	// database clock.
 	OlderThan time.Duration
-	// Limit bounds the records listed.
+	// Limit bounds the records listed. Required (positive).
 	Limit int
 }
 
@@ -289,7 +309,7 @@ type RecordAuditParams struct {
 	// Fence is the fence of the resolution's takeover.
 	Fence int64
 	// From is the state the operator found.
-	From string
+	From RecordState
 	// Outcome is the resolution's outcome ("succeeded", "failed").
 	Outcome string
 	Status  int

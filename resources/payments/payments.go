@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
@@ -203,8 +204,8 @@ func (p *Payments) reconcile(ctx context.Context, run *postkeys.Run[Command]) (p
 }
 
 // render is the RenderFunc: the stored body of a payment, from its row.
-func (p *Payments) render(ctx context.Context, db *gorm.DB, rec postkeys.Record) ([]byte, error) {
-	row, err := loadPayment(ctx, db, rec.Tenant, rec.ResourceRef)
+func (p *Payments) render(ctx context.Context, db *gorm.DB, rec store.RecordRow) ([]byte, error) {
+	row, err := loadPayment(ctx, db, rec.ID.Tenant, rec.ResourceRef)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
@@ -218,9 +219,9 @@ func move(tx *gorm.DB, tenant, currency, from, to string, amount int64, now time
 }
 
 // render re-renders a stored transfer response from its reference.
-func (t *Transfers) render(ctx context.Context, db *gorm.DB, rec postkeys.Record) ([]byte, error) {
+func (t *Transfers) render(ctx context.Context, db *gorm.DB, rec store.RecordRow) ([]byte, error) {
 	var row transferRow
-	if err := db.WithContext(ctx).Where("tenant_id = ? AND id = ?", rec.Tenant, rec.ResourceRef).Take(&row).Error; err != nil {
+	if err := db.WithContext(ctx).Where("tenant_id = ? AND id = ?", rec.ID.Tenant, rec.ResourceRef).Take(&row).Error; err != nil {
 		return nil, err
 	}
 	return json.Marshal(row.render())

@@ -12,7 +12,7 @@
 // queued for the next round trip), tracing.go (SQL spans), and the
 // statement families the framework owns on every database: rows.go (the
 // resource rows, rowstoretest), records.go (the idempotency records,
-// recordstoretest) and outbox.go (the outbox's statements,
+// [store.Records]) and outbox.go (the outbox's statements,
 // [store.Outbox]). A new driver is judged by this suite alone.
 package storetest
 

@@ -27,12 +27,15 @@ func New(s Spelling, classify func(error) error) store.Records {
 		"{int}", cmp.Or(s.Integer, "INTEGER"),
 		"{age_of_oldest}", strings.NewReplacer("{now}", now, "{time}", "MIN(created_at)").Replace(s.AgeSeconds),
 	)
-	rs := &records{s: s, classify: classify, sql: map[string]string{}}
+	rs := &records{s: s, classify: classify, sql: map[string]string{}, named: map[string]bool{}}
 	for name, q := range templates {
 		rs.sql[name] = r.Replace(q)
 	}
 	for name, q := range s.Statements {
 		rs.sql[name] = r.Replace(q)
+	}
+	for name, q := range rs.sql {
+		rs.named[name] = strings.Contains(q, "@")
 	}
 	switch {
 	case s.Numbered:
@@ -48,6 +51,9 @@ type records struct {
 	s        Spelling
 	classify func(error) error
 	sql      map[string]string
+	// named tells the statements that name arguments: on the database
+	// clock as it is, stats and count_expired name none.
+	named map[string]bool
 	// numbered holds, where the spelling says so, the hot read (get) with
 	// numbered or positional placeholders, run without building a gorm
 	// statement.
@@ -69,6 +75,16 @@ func (s *records) args(id store.RecordKey, more map[string]any) map[string]any {
 	return args
 }
 
+// bound is the argument list of the statement name with the named
+// arguments args: none when the statement names none, for gorm would take
+// the map for a positional argument.
+func (s *records) bound(name string, args map[string]any) []any {
+	if !s.named[name] {
+		return nil
+	}
+	return []any{args}
+}
+
 func nullable(s string) any {
 	if s == "" {
 		return nil
@@ -82,7 +98,7 @@ func nullable(s string) any {
 func (s *records) returning(ctx context.Context, db *gorm.DB, name string, args map[string]any) (store.RecordClaim, bool, error) {
 	var rows []store.RecordClaim
 	if err := pipeline.Find(db.WithContext(ctx), func(q *gorm.DB) *gorm.DB {
-		return q.Raw(s.sql[name], args).Find(&rows)
+		return q.Raw(s.sql[name], s.bound(name, args)...).Find(&rows)
 	}).Error; err != nil || len(rows) == 0 {
 		return store.RecordClaim{}, false, s.onKey(err)
 	}
@@ -90,7 +106,7 @@ func (s *records) returning(ctx context.Context, db *gorm.DB, name string, args 
 }
 
 func (s *records) exec(ctx context.Context, db *gorm.DB, name string, args map[string]any) (int64, error) {
-	res := db.WithContext(ctx).Exec(s.sql[name], args)
+	res := db.WithContext(ctx).Exec(s.sql[name], s.bound(name, args)...)
 	return res.RowsAffected, res.Error
 }
 
@@ -162,7 +178,7 @@ func (s *records) Get(ctx context.Context, db *gorm.DB, p *store.RecordGetParams
 	if q, ok := s.numbered["get"]; ok {
 		return s.getNumbered(ctx, db, q, s.args(p.ID, nil))
 	}
-	rows, err := db.WithContext(ctx).Raw(s.sql["get"], s.args(p.ID, nil)).Rows()
+	rows, err := db.WithContext(ctx).Raw(s.sql["get"], s.bound("get", s.args(p.ID, nil))...).Rows()
 	if err != nil {
 		return store.RecordRow{}, false, err
 	}
@@ -204,7 +220,7 @@ func (s *records) getNumbered(ctx context.Context, db *gorm.DB, q numberedSQL, a
 }
 
 func (s *records) Takeover(ctx context.Context, db *gorm.DB, p *store.RecordTakeoverParams) (store.RecordClaim, bool, error) {
-	args := s.args(p.ID, map[string]any{"fence": p.Fence, "from": p.From, "lease": s.s.Duration(p.Lease)})
+	args := s.args(p.ID, map[string]any{"fence": p.Fence, "from": string(p.From), "lease": s.s.Duration(p.Lease)})
 	if s.s.DrawFence == "" {
 		return s.returning(ctx, db, "takeover", args)
 	}
@@ -273,7 +289,7 @@ func (s *records) Stats(ctx context.Context, db *gorm.DB) (store.RecordStats, er
 		OldestSeconds *float64 `gorm:"column:oldest_seconds"`
 		Unknown       int64    `gorm:"column:unknown"`
 	}
-	if err := db.WithContext(ctx).Raw(s.sql["stats"], s.args(store.RecordKey{}, nil)).Find(&row).Error; err != nil {
+	if err := db.WithContext(ctx).Raw(s.sql["stats"], s.bound("stats", s.args(store.RecordKey{}, nil))...).Find(&row).Error; err != nil {
 		return store.RecordStats{}, err
 	}
 	stats := store.RecordStats{Unknown: row.Unknown}
@@ -284,14 +300,17 @@ func (s *records) Stats(ctx context.Context, db *gorm.DB) (store.RecordStats, er
 }
 
 func (s *records) List(ctx context.Context, db *gorm.DB, p *store.RecordListParams) ([]store.RecordRow, error) {
+	if p.Limit <= 0 || p.OlderThan < 0 {
+		return nil, errors.New("store: Records.List needs a positive Limit and a non-negative OlderThan")
+	}
 	return s.list(ctx, db, "list", s.args(store.RecordKey{Tenant: p.Tenant, Operation: p.Operation},
-		map[string]any{"state": p.State, "older": s.s.Duration(-p.OlderThan), "limit": p.Limit}))
+		map[string]any{"state": string(p.State), "older": s.s.Duration(-p.OlderThan), "limit": p.Limit}))
 }
 
 // list runs the reading statement name and returns its rows.
 func (s *records) list(ctx context.Context, db *gorm.DB, name string, args map[string]any) ([]store.RecordRow, error) {
 	var rows []recordRow
-	if err := db.WithContext(ctx).Raw(s.sql[name], args).Find(&rows).Error; err != nil {
+	if err := db.WithContext(ctx).Raw(s.sql[name], s.bound(name, args)...).Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	out := make([]store.RecordRow, len(rows))
@@ -303,13 +322,13 @@ func (s *records) list(ctx context.Context, db *gorm.DB, name string, args map[s
 
 func (s *records) CountExpired(ctx context.Context, db *gorm.DB) (int64, error) {
 	var n int64
-	err := db.WithContext(ctx).Raw(s.sql["count_expired"], s.args(store.RecordKey{}, nil)).Scan(&n).Error
+	err := db.WithContext(ctx).Raw(s.sql["count_expired"], s.bound("count_expired", s.args(store.RecordKey{}, nil))...).Scan(&n).Error
 	return n, err
 }
 
 func (s *records) Audit(ctx context.Context, db *gorm.DB, p *store.RecordAuditParams) error {
 	_, err := s.exec(ctx, db, "audit", s.args(store.RecordKey{Tenant: p.Tenant, Operation: p.Operation}, map[string]any{
-		"key_hash": p.KeyHash, "fence": p.Fence, "from": p.From, "outcome": p.Outcome, "status": p.Status,
+		"key_hash": p.KeyHash, "fence": p.Fence, "from": string(p.From), "outcome": p.Outcome, "status": p.Status,
 		"ref": nullable(p.Reference), "code": nullable(p.ErrorCode), "actor": p.Actor, "reason": p.Reason}))
 	return err
 }
@@ -325,7 +344,7 @@ func (s *records) GetOperation(ctx context.Context, db *gorm.DB, operation strin
 		Codes     string    `gorm:"column:codes"`
 		UpdatedAt time.Time `gorm:"column:updated_at"`
 	}
-	err := db.WithContext(ctx).Raw(s.sql["get_operation"], s.args(store.RecordKey{Operation: operation}, nil)).Find(&rows).Error
+	err := db.WithContext(ctx).Raw(s.sql["get_operation"], s.bound("get_operation", s.args(store.RecordKey{Operation: operation}, nil))...).Find(&rows).Error
 	if err != nil || len(rows) == 0 {
 		return store.RecordOperation{}, false, err
 	}
@@ -384,7 +403,7 @@ func (r *recordRow) judgeAt(now time.Time) {
 
 func (r *recordRow) row() store.RecordRow {
 	row := store.RecordRow{ID: store.RecordKey{Tenant: r.TenantID, Operation: r.Operation, Key: r.IdemKey},
-		Fingerprint: r.Fingerprint, FingerprintVersion: r.FingerprintVersion, State: r.State,
+		Fingerprint: r.Fingerprint, FingerprintVersion: r.FingerprintVersion, State: store.RecordState(r.State),
 		RecoveryPoint: r.RecoveryPoint, Attempt: r.Attempt, Fence: r.Fence, ResponseBody: r.ResponseBody,
 		Truncated: r.ResponseTruncated, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		ExpiresAt: r.ExpiresAt.UTC(), Expired: r.Expired == 1, LeaseExpired: r.LeaseExpired == 1}
