@@ -48,8 +48,7 @@ func TestClientDefaultsOutlastAKilledAttempt(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		crash := &crashOnce{point: payments.FailPointAfterCharge}
-		ce := clientSetup(t, dsn, func(c *app.Config) {
-			c.PostKeys.FailPointFunc = crash.failPoint
+		ce := clientSetupWith(t, dsn, crash.failPoint, func(c *app.Config) {
 			c.PostKeys.InProgressWait = -1
 		})
 		ce.skipWithoutPayments(t)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/client"
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
+	"github.com/retrysafe/retrysafe/internal/failpoint"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -172,7 +173,14 @@ type clientEnv struct {
 
 func clientSetup(t *testing.T, dsn string, appCfg ...func(*app.Config)) *clientEnv {
 	t.Helper()
-	ce := &clientEnv{env: newEnv(t, dsn, appCfg...)}
+	return clientSetupWith(t, dsn, nil, appCfg...)
+}
+
+// clientSetupWith is clientSetup whose requests carry the fail point
+// function fp (internal/failpoint) when it is not nil.
+func clientSetupWith(t *testing.T, dsn string, fp failpoint.Func, appCfg ...func(*app.Config)) *clientEnv {
+	t.Helper()
+	ce := &clientEnv{env: newEnvWith(t, dsn, fp, appCfg...)}
 	ce.faults = &clientFaultTransport{
 		next:  ce.srv.Client().Transport,
 		plans: map[string][]clientFault{}, sent: map[string][]string{}, original: map[string][]byte{},

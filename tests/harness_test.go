@@ -17,6 +17,7 @@ import (
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/framework/server"
 	"github.com/retrysafe/retrysafe/framework/store/storetest"
+	"github.com/retrysafe/retrysafe/internal/failpoint"
 	"github.com/retrysafe/retrysafe/internal/testclock"
 )
 
@@ -60,6 +61,13 @@ func losesAnswersQuickly(c *app.Config) {
 // newEnv starts the demo app on dsn; cfg may adjust the configuration.
 func newEnv(t testing.TB, dsn string, cfg ...func(*app.Config)) *env {
 	t.Helper()
+	return newEnvWith(t, dsn, nil, cfg...)
+}
+
+// newEnvWith is newEnv whose requests carry the fail point function fp
+// (internal/failpoint) when it is not nil.
+func newEnvWith(t testing.TB, dsn string, fp failpoint.Func, cfg ...func(*app.Config)) *env {
+	t.Helper()
 	c := testclock.New(time.Now().UTC())
 	conf := app.Config{DSN: dsn, Now: c.Now}
 	for _, f := range cfg {
@@ -76,7 +84,11 @@ func newEnv(t testing.TB, dsn string, cfg ...func(*app.Config)) *env {
 		_ = db.Close()
 		t.Fatalf("app.NewOn: %v", err)
 	}
-	srv := httptest.NewServer(newSpecChecker(t, a.Handler()))
+	handler := a.Handler()
+	if fp != nil {
+		handler = failpoint.Handler(handler, fp)
+	}
+	srv := httptest.NewServer(newSpecChecker(t, handler))
 	t.Cleanup(func() {
 		srv.Close()
 		if err := a.Close(); err != nil {

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
-
-	"github.com/retrysafe/retrysafe/cmd/demo/app"
 )
 
 // TestPaymentCreateCostsThreeCommits: a phased payment create commits three
@@ -49,18 +47,16 @@ func TestPaymentCreateCostsThreeCommits(t *testing.T) {
 	}
 }
 
-// TestPaymentFailPointsKeepTheCommits: with a FailPointFunc that only
-// watches, a payment commits exactly what it commits without one (the
+// TestPaymentFailPointsKeepTheCommits: with a fail point function that
+// only watches, a payment commits exactly what it commits without one (the
 // read first and three write transactions), so the crash and fault tests, which set one, run the
 // transactions production runs.
 func TestPaymentFailPointsKeepTheCommits(t *testing.T) {
 	m := newCommitMeter(t)
 	var reached atomic.Int64
-	e := newEnv(t, m.DSN, func(c *app.Config) {
-		c.PostKeys.FailPointFunc = func(context.Context, string, string) error {
-			reached.Add(1)
-			return nil
-		}
+	e := newEnvWith(t, m.DSN, func(context.Context, string, string) error {
+		reached.Add(1)
+		return nil
 	})
 	m.quiet(e.app)
 	wantStatus(t, e.pay(tokenAcme, "warm-up", paymentBody(100, "pm_card_visa")), http.StatusCreated)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/internal/failpoint"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/payments"
 )
@@ -40,8 +41,7 @@ func (c *crashOnce) failPoint(_ context.Context, operation, point string) error 
 func crashEnv(t *testing.T, dsn, point string) (*env, *crashOnce) {
 	t.Helper()
 	crash := &crashOnce{point: point}
-	e := newEnv(t, dsn, func(c *app.Config) {
-		c.PostKeys.FailPointFunc = crash.failPoint
+	e := newEnvWith(t, dsn, crash.failPoint, func(c *app.Config) {
 		c.PostKeys.InProgressWait = -1
 	})
 	return e, crash
@@ -130,7 +130,7 @@ func TestPaymentCrashAfterChargeRecoveryWorkerReconciles(t *testing.T) {
 func TestPaymentCrashBeforeChargeChargesOnce(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		e, _ := crashEnv(t, dsn, postkeys.FailPointAfterPhase+payments.PointCreated)
+		e, _ := crashEnv(t, dsn, failpoint.AfterPhase+payments.PointCreated)
 		body := paymentBody(4200, "pm_card_visa")
 		e.crash("k-crash-1", body)
 		if n := len(e.charges(tokenAcme, "")); n != 0 {
@@ -156,7 +156,7 @@ func TestPaymentCrashBeforeChargeChargesOnce(t *testing.T) {
 func TestPaymentCrashBeforeCompleteLeavesNothingHalfRecorded(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		e, _ := crashEnv(t, dsn, postkeys.FailPointBeforeComplete)
+		e, _ := crashEnv(t, dsn, failpoint.BeforeComplete)
 		body := paymentBody(4200, "pm_card_visa")
 		e.crash("k-crash-3", body)
 		if n := e.count("payments", "status = ?", "pending"); n != 1 {

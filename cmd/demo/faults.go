@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
+	"github.com/retrysafe/retrysafe/internal/failpoint"
 )
 
 // faultFlags are the demo's settings for fault tests (tests/fault_*):
@@ -17,8 +18,9 @@ import (
 // is recovered within seconds, and a pause at a fail point, which widens a
 // crash window (for example between a provider charge and its recording)
 // so that a SIGKILL lands in it often. A pause changes no transaction the
-// process commits (every postkeys fail point lies between two), so a fault
-// test runs the transactions production runs.
+// process commits (every fail point lies between two transactions,
+// internal/failpoint), so a fault test runs the transactions production
+// runs.
 type faultFlags struct {
 	lease    time.Duration
 	recovery time.Duration
@@ -37,38 +39,22 @@ func addFaultFlags(fs *flag.FlagSet) *faultFlags {
 // -pause-at point, so that a test can stop or race the process there.
 const holdLine = "demo: holding an attempt at "
 
-// postKeys returns the POST fallback configuration the flags ask for; a
-// pause prints holdLine and its point to stdout.
-func (f *faultFlags) postKeys(stdout io.Writer) (postkeys.Config, error) {
-	var c postkeys.Config
-	return c, f.apply(&c, stdout)
-}
-
-// apply sets on c what the flags ask for and leaves the rest as it is; a
-// pause runs after any fail point function c already has.
-func (f *faultFlags) apply(c *postkeys.Config, stdout io.Writer) error {
-	if f.lease != 0 {
-		c.LeaseDuration = f.lease
-	}
-	if f.recovery != 0 {
-		c.RecoveryInterval = f.recovery
-	}
+// postKeys returns the POST fallback configuration the flags ask for, and
+// the fail point function of -pause-at (nil without it), which prints
+// holdLine and its point to stdout when it pauses; the demo gives it the
+// context of every request and of the workers (internal/failpoint).
+func (f *faultFlags) postKeys(stdout io.Writer) (postkeys.Config, failpoint.Func, error) {
+	c := postkeys.Config{LeaseDuration: f.lease, RecoveryInterval: f.recovery}
 	if f.pauseAt == "" {
-		return nil
+		return c, nil, nil
 	}
 	point, d, ok := strings.Cut(f.pauseAt, "=")
 	pause, err := time.ParseDuration(d)
 	if !ok || point == "" || err != nil || pause <= 0 {
-		return fmt.Errorf("-pause-at %q: want POINT=DURATION", f.pauseAt)
+		return c, nil, fmt.Errorf("-pause-at %q: want POINT=DURATION", f.pauseAt)
 	}
-	before := c.FailPointFunc
 	var mu sync.Mutex // one hold line at a time on stdout
-	c.FailPointFunc = func(ctx context.Context, operation, at string) error {
-		if before != nil {
-			if err := before(ctx, operation, at); err != nil {
-				return err
-			}
-		}
+	return c, func(ctx context.Context, operation, at string) error {
 		if at != point {
 			return nil
 		}
@@ -79,6 +65,5 @@ func (f *faultFlags) apply(c *postkeys.Config, stdout io.Writer) error {
 		// its work still to do, which is what the fencing tests need.
 		time.Sleep(pause)
 		return nil
-	}
-	return nil
+	}, nil
 }

@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/internal/failpoint"
 
 	"github.com/gin-gonic/gin"
 
@@ -89,9 +90,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	postKeys, err := faults.postKeys(stdout)
+	postKeys, pause, err := faults.postKeys(stdout)
 	if err != nil {
 		return err
+	}
+	if pause != nil {
+		// The workers' attempts pause too.
+		ctx = failpoint.With(ctx, pause)
 	}
 	if *dsn == "" {
 		*dsn = getenv("DATABASE_URL")
@@ -158,7 +163,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		_ = shutdown()
 		return err
 	}
-	gate.ready(a.Handler())
+	handler := a.Handler()
+	if pause != nil {
+		handler = failpoint.Handler(handler, pause)
+	}
+	gate.ready(handler)
 	// The ready line says the service is ready to serve, not merely bound:
 	// tests and scripts wait for it before sending requests.
 	if err := awaitReady(ctx, ln.Addr(), logger); err != nil {

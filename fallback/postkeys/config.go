@@ -1,7 +1,6 @@
 package postkeys
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -19,41 +18,6 @@ const (
 	DefaultRecoveryBatchSize = 100
 	DefaultCleanupInterval   = time.Minute
 	DefaultCleanupBatchSize  = 1000
-)
-
-// Built-in fail points passed to [Config.FailPointFunc]. Each lies between
-// two transactions of the attempt, never inside one: a fail point can pause
-// an attempt or end it as a crash would, and the attempt commits the same
-// transactions, with the same statements, whether FailPointFunc is set or
-// not. The window a point opens is therefore one production has.
-const (
-	// FailPointAfterClaim is reached by a phased attempt right after the
-	// transaction that claimed its key, or took its record over, committed.
-	// After a claim or takeover of its own, RunFunc or ReconcileFunc has
-	// not started: the record is in progress at its recovery point and
-	// nothing else has happened. With [Operation.ClaimInFirstPhase], the
-	// claim commits in the first phase's transaction, so the point follows
-	// that commit: the phase's writes (and, with [Run.Complete], the
-	// outcome) are committed too, and the phase's [FailPointAfterPhase]
-	// comes next; when RunFunc renews or returns before any phase, the
-	// claim is a transaction of its own and the point follows it. The
-	// recovery worker's takeovers do not reach it.
-	FailPointAfterClaim = "after_claim"
-	// FailPointAfterPhase prefixes the point reached right after a phase's
-	// transaction committed: "after_phase:" + the recovery point. After
-	// [Run.Complete] that transaction stored the outcome too: an attempt
-	// that ends there leaves the record completed and its client without
-	// an answer, a lost response.
-	FailPointAfterPhase = "after_phase:"
-	// FailPointBeforeComplete is reached by a phased attempt right before
-	// the transaction that stores its outcome. After RunFunc or
-	// ReconcileFunc returned a response or a stored rejection, that is the
-	// completion: every phase is committed, the outcome is not. With
-	// [Run.Complete], it is the last phase's transaction, which stores the
-	// outcome with the phase's writes: the point comes before it, and an
-	// attempt that ends there leaves the record at the previous recovery
-	// point (with ClaimInFirstPhase and no phase before, nothing at all).
-	FailPointBeforeComplete = "before_complete"
 )
 
 // Config tunes [New]. The zero value is ready to use; the record TTL is the
@@ -92,14 +56,6 @@ type Config struct {
 	// CleanupBatchSize bounds the rows one janitor DELETE removes. Defaults
 	// to 1000.
 	CleanupBatchSize int
-	// FailPointFunc is for tests only: it is called at every fail point
-	// (the built-in [FailPointAfterClaim], [FailPointAfterPhase] and
-	// [FailPointBeforeComplete] points, and those an operation names with
-	// [Run.FailPoint]); it may pause there, and an error abandons the
-	// attempt there as a crash would (see [ErrAbandoned]). Setting it
-	// changes no transaction an attempt commits. Defaults to nil: no fail
-	// points.
-	FailPointFunc func(ctx context.Context, operation, point string) error
 	// ReplayCache is how many bytes of bodies each operation keeps the
 	// commands of for retries of the same bytes ([framework.ReplayCache]):
 	// once a request with a

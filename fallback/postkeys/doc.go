@@ -161,13 +161,15 @@
 // human-readable attempt count; it restarts after a release, the token
 // does not.
 //
-// Tests simulate crashes and stalls with Config.FailPointFunc at
-// [FailPointAfterClaim], [FailPointAfterPhase] points,
-// [FailPointBeforeComplete] and the points an operation names with
-// [Run.FailPoint]. Every point lies between two transactions of the
-// attempt: setting FailPointFunc changes none of them, so a test that
-// pauses or crashes an attempt there exercises the transactions production
-// commits.
+// The framework's tests simulate crashes and stalls at fail points: after
+// a claim, after each phase, before the completion, and at points an
+// operation of the repository names. The function that pauses or crashes
+// an attempt there travels in its context (the module's internal
+// failpoint package; the demo's -pause-at flag uses it too), so no Config
+// field and no exported name of this package carries it. Every point lies
+// between two transactions of the attempt: a fail point changes none of
+// them, so a test that pauses or crashes an attempt there exercises the
+// transactions production commits (TestFailPointsKeepTheTransactions).
 //
 // An operator settles what the recovery worker cannot: [Resolve] (or
 // [Adapter.Resolve]) completes a record whose outcome is unknown with the

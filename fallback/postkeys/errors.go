@@ -20,15 +20,6 @@ var (
 	// resolution's read and its takeover: nothing was written.
 	ErrFenced = errors.New("postkeys: the attempt was fenced off by a newer attempt")
 
-	// ErrAbandoned is returned (wrapped) by [Run.FailPoint] and the adapter's
-	// own fail points when [Config.FailPointFunc] fails one. The attempt stops
-	// as a crashed process would: its record is left exactly as its last
-	// committed transaction left it (in progress with its lease running,
-	// for a retry or the recovery worker to find; completed after
-	// [Run.Complete]), and the client gets a 500. Only tests set
-	// FailPointFunc.
-	ErrAbandoned = errors.New("postkeys: the attempt was abandoned at a fail point")
-
 	// ErrRecordNotFound is returned by [Resolve] when no record has the
 	// key.
 	ErrRecordNotFound = errors.New("postkeys: no such idempotency record")

@@ -102,7 +102,7 @@ func (l *statementLog) Release(ctx context.Context, db *gorm.DB, p *store.Record
 	return l.Records.Release(ctx, db, p)
 }
 
-// TestFailPointsKeepTheTransactions: a FailPointFunc that only watches
+// TestFailPointsKeepTheTransactions: a fail point function that only watches
 // (it notes the point and returns nil) changes nothing an operation
 // commits: every kind of operation runs the same record statements, in the
 // same transactions, in the same order, as without one. So the fault
@@ -157,7 +157,7 @@ func TestFailPointsKeepTheTransactions(t *testing.T) {
 							w.records = func(r store.Records) store.Records { log.Records = r; return log }
 							w.claimInFirstPhase, w.complete = tc.claimInFirstPhase, tc.complete
 							if watch {
-								cfg.FailPointFunc = func(_ context.Context, _, point string) error {
+								w.failPoint = func(_ context.Context, _, point string) error {
 									mu.Lock()
 									defer mu.Unlock()
 									points = append(points, point)
@@ -179,7 +179,7 @@ func TestFailPointsKeepTheTransactions(t *testing.T) {
 					watched, watchedCommits, points := run(true)
 					t.Logf("statements: %s", plain)
 					if watched != plain || watchedCommits != plainCommits {
-						t.Fatalf("a watching FailPointFunc changed the transactions:\nwithout: %d, %s\nwith:    %d, %s (points %v)",
+						t.Fatalf("a watching fail point function changed the transactions:\nwithout: %d, %s\nwith:    %d, %s (points %v)",
 							plainCommits, plain, watchedCommits, watched, points)
 					}
 					if plainCommits != tc.commits {

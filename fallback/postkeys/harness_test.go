@@ -26,6 +26,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/framework/store/storetest"
+	"github.com/retrysafe/retrysafe/internal/failpoint"
 	"github.com/retrysafe/retrysafe/internal/testclock"
 	"github.com/retrysafe/retrysafe/internal/testlog"
 	"github.com/retrysafe/retrysafe/migrations"
@@ -72,6 +73,9 @@ type widgets struct {
 	complete bool
 	// records, when set, wraps the adapter's record statements (a spy).
 	records func(store.Records) store.Records
+	// failPoint, when set, is the fail point function of every request
+	// (internal/failpoint).
+	failPoint failpoint.Func
 }
 
 // render is the operation's RenderFunc: the body rebuilt from the widget row.
@@ -177,10 +181,10 @@ func (w *widgets) reconcile(ctx context.Context, run *postkeys.Run[widgetCmd]) (
 	return w.response(ctx, run.Tenant(), run.ResourceRef())
 }
 
-// crashOnce is a FailPointFunc that fails point the first time an attempt
-// reaches it, as if the process were killed there, and lets every other
-// point pass.
-func crashOnce(point string) func(ctx context.Context, operation, at string) error {
+// crashOnce is a fail point function that fails point the first time an
+// attempt reaches it, as if the process were killed there, and lets every
+// other point pass.
+func crashOnce(point string) failpoint.Func {
 	var crashes atomic.Int64
 	return func(_ context.Context, _, at string) error {
 		if at == point && crashes.Add(1) == 1 {
@@ -315,7 +319,11 @@ func setupOn(t *testing.T, db *store.DB, tweak func(*postkeys.Config, *widgets))
 	v1 := router.Group("/v1", server.RequireAuth(auth, nil))
 	v1.POST("/widgets", wep.Handle)
 	v1.POST("/counters", cep.Handle)
-	srv := httptest.NewServer(router)
+	var handler http.Handler = router
+	if w.failPoint != nil {
+		handler = failpoint.Handler(router, w.failPoint)
+	}
+	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
 	return &harness{t: t, db: db, engine: engine, keys: keys, clock: c, widgets: w, registry: registry, srv: srv, logs: logs, v1: v1}
 }

@@ -156,8 +156,7 @@ type Operation[Cmd any] struct {
 	// it must return [ErrFenced] from that phase as it is; the request is
 	// then answered from the record, as after any claim that lost. A
 	// RunFunc that returns or calls [Run.Renew] before any phase claims the
-	// key then, in a transaction of its own. [FailPointAfterClaim] follows
-	// the transaction that claimed. Defaults to false.
+	// key then, in a transaction of its own. Defaults to false.
 	ClaimInFirstPhase bool
 	// ReconcileFunc settles a Phased record whose outcome is not known: an
 	// attempt that failed after a side effect (state unknown) or one whose

@@ -11,6 +11,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/failpoint"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -273,7 +274,7 @@ func TestRenewForAfterATakeover(t *testing.T) {
 		var taken, renewed store.RecordRow
 		var h *harness
 		h = setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
-			cfg.FailPointFunc = crashOnce(postkeys.FailPointAfterPhase + "widget_created")
+			w.failPoint = crashOnce(failpoint.AfterPhase + "widget_created")
 			w.renewFor = 2 * time.Second
 			w.afterPhase = func(int64) error {
 				taken = h.record("a", "widgets", "k1")
@@ -372,7 +373,7 @@ func TestCompleteFencedWritesNothing(t *testing.T) {
 
 // TestCompleteCrashBeforeItsCommit: Run.Complete's phase and outcome
 // commit together with fail points set as without, so a crash at
-// FailPointBeforeComplete leaves the record at the previous recovery point
+// failpoint.BeforeComplete leaves the record at the previous recovery point
 // and the phase's writes undone; the retry past the lease resumes there,
 // calls the provider again (a real one is asked with the same downstream
 // key) and completes. A body over the cap is stored truncated and
@@ -381,7 +382,7 @@ func TestCompleteCrashBeforeItsCommit(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		h := setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
 			cfg.MaxStoredBody = 16
-			cfg.FailPointFunc = crashOnce(postkeys.FailPointBeforeComplete)
+			w.failPoint = crashOnce(failpoint.BeforeComplete)
 			w.complete = true
 		})
 		wantStatus(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`), http.StatusInternalServerError)
@@ -404,13 +405,13 @@ func TestCompleteCrashBeforeItsCommit(t *testing.T) {
 }
 
 // TestCompleteCrashAfterItsCommit: a crash right after Run.Complete's
-// transaction (its FailPointAfterPhase) leaves the outcome stored and the
+// transaction (its failpoint.AfterPhase) leaves the outcome stored and the
 // client without an answer, a lost response: the retry replays it, with no
 // other run and no other provider call.
 func TestCompleteCrashAfterItsCommit(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		h := setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
-			cfg.FailPointFunc = crashOnce(postkeys.FailPointAfterPhase + "widget_done")
+			w.failPoint = crashOnce(failpoint.AfterPhase + "widget_done")
 			w.complete = true
 			w.claimInFirstPhase = true
 		})

@@ -15,6 +15,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/failpoint"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/wire"
 )
@@ -178,8 +179,8 @@ func TestPhasedErrorAfterSideEffectIsUnknownThenReconciled(t *testing.T) {
 // was completed. Recovery completes it from the business row.
 func TestCrashWindowBusinessWriteCommittedRecordNot(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		h := setup(t, dsn, func(cfg *postkeys.Config, _ *widgets) {
-			cfg.FailPointFunc = crashOnce(postkeys.FailPointBeforeComplete)
+		h := setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
+			w.failPoint = crashOnce(failpoint.BeforeComplete)
 		})
 		r := h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`)
 		wantStatus(t, r, http.StatusInternalServerError)
@@ -228,8 +229,8 @@ func TestCrashWindowBusinessWriteCommittedRecordNot(t *testing.T) {
 // the recovery point, without a second business write.
 func TestCrashWindowRetryResumesFromRecoveryPoint(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
-		h := setup(t, dsn, func(cfg *postkeys.Config, _ *widgets) {
-			cfg.FailPointFunc = crashOnce(postkeys.FailPointAfterPhase + "widget_created")
+		h := setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
+			w.failPoint = crashOnce(failpoint.AfterPhase + "widget_created")
 		})
 		wantStatus(t, h.post("/v1/widgets", tokenA, "k1", `{"name":"w1"}`), http.StatusInternalServerError)
 		h.clock.Advance(10 * time.Second)
@@ -358,8 +359,8 @@ func TestJanitorDeletesOnlyExpiredCompletedInBatches(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		h := setup(t, dsn, func(cfg *postkeys.Config, w *widgets) {
 			cfg.CleanupBatchSize = 2
-			cfg.FailPointFunc = func(ctx context.Context, op, point string) error {
-				if point == postkeys.FailPointBeforeComplete {
+			w.failPoint = func(ctx context.Context, op, point string) error {
+				if point == failpoint.BeforeComplete {
 					return errors.New("crash")
 				}
 				return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/failpoint"
 )
 
 // attempt is one execution of an operation under one fencing token: the
@@ -99,16 +100,12 @@ func (at *attempt) leaseCovers(need time.Duration) bool {
 	return at.a.cfg.LeaseDuration-elapsed >= need+renewMargin
 }
 
-// failPoint calls Config.FailPointFunc at point.
+// failPoint reaches the fail point point of the attempt: the Func its
+// context carries, if any, may pause it there or abandon it
+// (internal/failpoint; only the framework's tests and the demo's fault
+// flags set one).
 func (at *attempt) failPoint(ctx context.Context, point string) error {
-	fn := at.a.cfg.FailPointFunc
-	if fn == nil {
-		return nil
-	}
-	if err := fn(ctx, at.op.name, point); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrAbandoned, point, err)
-	}
-	return nil
+	return failpoint.Reach(ctx, at.op.name, point)
 }
 
 // phase commits one phase: fn's writes and the record's new recovery point
@@ -119,8 +116,8 @@ func (at *attempt) failPoint(ctx context.Context, point string) error {
 // response is not storable) the phase commits without it and finish
 // stores the outcome, or fails, as after any RunFunc. The fail points come
 // before and after that transaction, never inside it:
-// FailPointBeforeComplete before a final one, FailPointAfterClaim after
-// one that claimed, then FailPointAfterPhase.
+// failpoint.BeforeComplete before a final one, failpoint.AfterClaim after
+// one that claimed, then failpoint.AfterPhase.
 func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB) (Response, error), final bool) (resp Response, fnErr error, err error) {
 	// A claim made here keeps its span beside the phase's, under the
 	// request's, as a claim of its own would.
@@ -133,7 +130,7 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 	a := at.a
 	merge := final && at.recorded
 	if merge {
-		if err := at.failPoint(ctx, FailPointBeforeComplete); err != nil {
+		if err := at.failPoint(ctx, failpoint.BeforeComplete); err != nil {
 			return Response{}, nil, err
 		}
 	}
@@ -238,11 +235,11 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 		a.logTransition(ctx, at, "phase", store.RecordInProgress, 0, false)
 	}
 	if claimed {
-		if err := at.failPoint(ctx, FailPointAfterClaim); err != nil {
+		if err := at.failPoint(ctx, failpoint.AfterClaim); err != nil {
 			return Response{}, nil, err
 		}
 	}
-	if err := at.failPoint(ctx, FailPointAfterPhase+point); err != nil {
+	if err := at.failPoint(ctx, failpoint.AfterPhase+point); err != nil {
 		return Response{}, nil, err
 	}
 	return resp, fnErr, nil
@@ -275,7 +272,7 @@ func (at *attempt) claimOwn(ctx context.Context) error {
 	at.number, at.fence = c.Attempt, c.Fence
 	at.markLease(mono, clock)
 	at.a.logTransition(ctx, at, "claimed", store.RecordInProgress, 0, false)
-	return at.failPoint(ctx, FailPointAfterClaim)
+	return at.failPoint(ctx, failpoint.AfterClaim)
 }
 
 func (at *attempt) renew(ctx context.Context) error {
@@ -414,9 +411,6 @@ func (r *Run[Cmd]) Phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 // Any other error from fn rolls the phase back and is returned, as from
 // [Run.Phase]; so is [ErrFenced]. A crash before the commit leaves the
 // record at the previous recovery point, as before any phase.
-//
-// [FailPointBeforeComplete] is reached before that transaction,
-// [FailPointAfterPhase] after it.
 func (r *Run[Cmd]) Complete(ctx context.Context, point string, fn func(tx *gorm.DB) (Response, error)) (Response, error) {
 	resp, fnErr, err := r.at.phase(ctx, point, fn, true)
 	if err != nil {
@@ -451,12 +445,4 @@ func (r *Run[Cmd]) RenewFor(ctx context.Context, step time.Duration) error {
 // [DownstreamKey] of this record, so that every attempt sends the same one.
 func (r *Run[Cmd]) DownstreamKey(step string) string {
 	return DownstreamKey(r.at.id.Tenant, r.at.id.Operation, r.at.seed, step)
-}
-
-// FailPoint names a point where tests may simulate a crash (for example
-// between a provider's answer and the phase that records it). It returns
-// nil unless [Config.FailPointFunc] fails it; then it returns an error
-// wrapping [ErrAbandoned], which the caller must return as it is.
-func (r *Run[Cmd]) FailPoint(ctx context.Context, name string) error {
-	return r.at.failPoint(ctx, name)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/internal/failpoint"
 	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
@@ -533,7 +534,7 @@ func (a *Adapter) executeUnclaimed(ctx context.Context, op *operation, at *attem
 				held, at.held = at.held, nil
 				return outcome{}, held, nil
 			}
-			if !errors.Is(cerr, ErrAbandoned) {
+			if !errors.Is(cerr, failpoint.ErrAbandoned) {
 				return outcome{}, nil, cerr
 			}
 			resp, err = Response{}, cerr
@@ -546,7 +547,7 @@ func (a *Adapter) executeUnclaimed(ctx context.Context, op *operation, at *attem
 // execute runs a phased attempt that has just claimed or taken over its
 // record: RunFunc, or ReconcileFunc when reconciling, then finish.
 func (a *Adapter) execute(ctx context.Context, op *operation, at *attempt, reconciling bool) (outcome, error) {
-	if err := at.failPoint(ctx, FailPointAfterClaim); err != nil {
+	if err := at.failPoint(ctx, failpoint.AfterClaim); err != nil {
 		return a.finish(ctx, op, at, Response{}, err, reconciling)
 	}
 	var (
@@ -590,7 +591,7 @@ func (a *Adapter) takeover(ctx context.Context, at *attempt, rec store.RecordRow
 // leaves the record unknown otherwise. Every write is fenced.
 func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp Response, err error, reconciling bool) (outcome, error) {
 	switch {
-	case errors.Is(err, ErrAbandoned):
+	case errors.Is(err, failpoint.ErrAbandoned):
 		// A crash at a fail point: whatever was committed stays, nothing
 		// more is (even after Run.Complete, the client gets no answer).
 		a.logTransition(ctx, at, "abandoned", store.RecordInProgress, 0, false, slog.String("error", store.RedactError(err)))
@@ -622,7 +623,7 @@ func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp R
 	if !at.recorded {
 		return out, nil
 	}
-	if err := at.failPoint(ctx, FailPointBeforeComplete); err != nil {
+	if err := at.failPoint(ctx, failpoint.BeforeComplete); err != nil {
 		a.logTransition(ctx, at, "abandoned", store.RecordInProgress, 0, false, slog.String("error", store.RedactError(err)))
 		return outcome{}, err
 	}

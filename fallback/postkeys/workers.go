@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/failpoint"
 )
 
 // RecoverStats counts what one recovery run did.
@@ -81,7 +82,7 @@ func (a *Adapter) RecoverOnce(ctx context.Context) (RecoverStats, error) {
 			stats.Completed++
 		case errors.Is(err, framework.ErrOutcomePending):
 			stats.Unknown++
-		case errors.Is(err, framework.ErrRequestInProgress), errors.Is(err, ErrAbandoned):
+		case errors.Is(err, framework.ErrRequestInProgress), errors.Is(err, failpoint.ErrAbandoned):
 			stats.Skipped++
 		default:
 			errs = append(errs, err)

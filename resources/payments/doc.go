@@ -45,7 +45,7 @@
 // before step 3 committed is at [PointCreated] and asks the provider again
 // with the same downstream key.
 // [FailPointAfterCharge] names the crash window between the provider's answer
-// and the phase that records it, for tests.
+// and the phase that records it, for the fault tests (internal/failpoint).
 //
 // The package root holds the domain: [Charge], [ChargeRequest], the
 // [Provider] interface and its errors, and the payment methods the demo

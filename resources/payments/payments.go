@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework/server"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/internal/failpoint"
 	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
@@ -37,9 +38,11 @@ const (
 	PointCharged = "charged"
 )
 
-// FailPointAfterCharge is the [postkeys.Run.FailPoint] between the
-// provider's answer and the phase that records it: the crash window where
-// the card is charged and this database does not know yet.
+// FailPointAfterCharge is the fail point between the provider's answer and
+// the phase that records it: the crash window where the card is charged
+// and this database does not know yet. The fault tests and the demo's
+// -pause-at flag stop an attempt there (internal/failpoint); nothing else
+// does.
 const FailPointAfterCharge = "after_charge"
 
 // DefaultProviderTimeout bounds one provider call when [Config] sets none.
@@ -170,7 +173,7 @@ func (p *Payments) run(ctx context.Context, run *postkeys.Run[Command]) (postkey
 		if err != nil {
 			return postkeys.Response{}, err
 		}
-		if err := run.FailPoint(ctx, FailPointAfterCharge); err != nil {
+		if err := failpoint.Reach(ctx, Operation, FailPointAfterCharge); err != nil {
 			return postkeys.Response{}, err
 		}
 		return p.record(ctx, run, row, ch)

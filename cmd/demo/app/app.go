@@ -67,7 +67,7 @@ type Config struct {
 	// Defaults to 1s.
 	LockTimeout time.Duration
 	// PostKeys configures the POST fallback (leases, waits, worker
-	// intervals, test fail points). Defaults to [postkeys.Config]'s.
+	// intervals). Defaults to [postkeys.Config]'s.
 	PostKeys postkeys.Config
 	// ProviderTimeout bounds one call of payments to the sandbox provider.
 	// Defaults to [payments.DefaultProviderTimeout] (2s).

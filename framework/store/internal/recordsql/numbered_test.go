@@ -12,11 +12,11 @@ import (
 // TestNumberArgs: each named argument gets one number, in the order of its
 // first use, however often it occurs; the arguments follow that order.
 func TestNumberArgs(t *testing.T) {
-	q := numberArgs("SELECT 1 WHERE a = @tenant AND b = CAST(@off AS interval) AND c = @tenant AND d = @next_fence AND e = @Key2")
+	q := numberArgs("SELECT 1 WHERE a = @tenant AND b = CAST(@shift AS interval) AND c = @tenant AND d = @next_fence AND e = @Key2")
 	if want := "SELECT 1 WHERE a = $1 AND b = CAST($2 AS interval) AND c = $1 AND d = $3 AND e = $4"; q.sql != want {
 		t.Fatalf("got %s\nwant %s", q.sql, want)
 	}
-	got := q.values(map[string]any{"off": "0 microseconds", "tenant": "acme", "next_fence": 7, "Key2": "k", "unused": true})
+	got := q.values(map[string]any{"shift": "0 microseconds", "tenant": "acme", "next_fence": 7, "Key2": "k", "unused": true})
 	if fmt.Sprint(got) != "[acme 0 microseconds 7 k]" {
 		t.Fatalf("values %v", got)
 	}
@@ -25,11 +25,11 @@ func TestNumberArgs(t *testing.T) {
 // TestPositionalArgs: each occurrence of a named argument is a ?, and the
 // arguments follow the occurrences, repeats included.
 func TestPositionalArgs(t *testing.T) {
-	q := positionalArgs("SELECT 1 WHERE a = @tenant AND b = (NOW() + INTERVAL @off MICROSECOND) AND c = @tenant AND e = @Key2")
+	q := positionalArgs("SELECT 1 WHERE a = @tenant AND b = (NOW() + INTERVAL @shift MICROSECOND) AND c = @tenant AND e = @Key2")
 	if want := "SELECT 1 WHERE a = ? AND b = (NOW() + INTERVAL ? MICROSECOND) AND c = ? AND e = ?"; q.sql != want {
 		t.Fatalf("got %s\nwant %s", q.sql, want)
 	}
-	got := q.values(map[string]any{"off": 0, "tenant": "acme", "Key2": "k", "unused": true})
+	got := q.values(map[string]any{"shift": 0, "tenant": "acme", "Key2": "k", "unused": true})
 	if fmt.Sprint(got) != "[acme 0 acme k]" {
 		t.Fatalf("values %v", got)
 	}
