@@ -139,18 +139,18 @@ func (c *recordsCase) advance(d time.Duration) {
 const (
 	recordLease = 30 * time.Second
 	recordTTL   = 24 * time.Hour
-	// pointStarted is the recovery point of a fresh claim (the caller's
-	// text; postkeys.PointStarted).
-	pointStarted = "started"
+	// recordPointStarted is the recovery point of a fresh claim (the
+	// caller's text; postkeys.PointStarted).
+	recordPointStarted = "started"
 )
 
 func recordID(key string) store.RecordKey {
 	return store.RecordKey{Tenant: "t1", Operation: "op", Key: key}
 }
 
-func claimParams(key string) *store.RecordClaimParams {
+func recordClaimParams(key string) *store.RecordClaimParams {
 	return &store.RecordClaimParams{ID: recordID(key), Fingerprint: "v1:fp-" + key, FingerprintVersion: 1,
-		Point: pointStarted, Lease: recordLease, TTL: recordTTL}
+		Point: recordPointStarted, Lease: recordLease, TTL: recordTTL}
 }
 
 // write runs fn in one transaction of the case's database.
@@ -165,7 +165,7 @@ func (c *recordsCase) insert(key string) store.RecordClaim {
 		ok    bool
 	)
 	if err := c.write(func(tx *gorm.DB) (err error) {
-		claim, ok, err = c.records.Insert(c.ctx, tx, claimParams(key))
+		claim, ok, err = c.records.Insert(c.ctx, tx, recordClaimParams(key))
 		return err
 	}); err != nil || !ok {
 		c.t.Fatalf("Insert(%s) = %v, %v", key, ok, err)
@@ -205,12 +205,12 @@ func (c *recordsCase) takeover(rec store.RecordRow) (store.RecordClaim, bool) {
 }
 
 // location is the header text complete stores for key.
-func location(key string) string { return `{"Location":["/x/` + key + `"]}` }
+func recordLocation(key string) string { return `{"Location":["/x/` + key + `"]}` }
 
 func (c *recordsCase) complete(key string, fence int64) bool {
 	c.t.Helper()
 	ok, err := c.records.Complete(c.ctx, c.db.Gorm, &store.RecordCompleteParams{ID: recordID(key), Fence: fence,
-		RecordOutcome: store.RecordOutcome{Status: http.StatusCreated, Headers: location(key),
+		RecordOutcome: store.RecordOutcome{Status: http.StatusCreated, Headers: recordLocation(key),
 			Body: []byte(`{"k":"` + key + `"}`), Ref: "ref-" + key, TTL: time.Hour}})
 	if err != nil {
 		c.t.Fatalf("Complete: %v", err)
@@ -238,7 +238,7 @@ func (c *recordsCase) advancePoint(key string, fence int64, point, ref string) b
 
 func (c *recordsCase) release(key string, fence int64) bool {
 	c.t.Helper()
-	ok, err := c.records.Release(c.ctx, c.db.Gorm, &store.RecordReleaseParams{ID: recordID(key), Fence: fence, Point: pointStarted})
+	ok, err := c.records.Release(c.ctx, c.db.Gorm, &store.RecordReleaseParams{ID: recordID(key), Fence: fence, Point: recordPointStarted})
 	if err != nil {
 		c.t.Fatalf("Release: %v", err)
 	}
@@ -280,7 +280,7 @@ func (c *recordsCase) attemptWrites(key string, fence int64) []string {
 func recordsInsert(t *testing.T, c *recordsCase) {
 	claim := c.insert("k")
 	rec := c.mustGet("k")
-	if rec.State != store.RecordInProgress || rec.RecoveryPoint != pointStarted || rec.Fence != claim.Fence || rec.ID != recordID("k") ||
+	if rec.State != store.RecordInProgress || rec.RecoveryPoint != recordPointStarted || rec.Fence != claim.Fence || rec.ID != recordID("k") ||
 		rec.Attempt != 1 || rec.Fingerprint != "v1:fp-k" || rec.FingerprintVersion != 1 || rec.Expired || rec.LeaseExpired {
 		t.Fatalf("claimed record %+v", rec)
 	}
@@ -297,7 +297,7 @@ func recordsInsert(t *testing.T, c *recordsCase) {
 			rec = c.mustGet("k")
 		}
 		var ok bool
-		other := claimParams("k")
+		other := recordClaimParams("k")
 		other.Fingerprint = "v1:other"
 		if err := c.write(func(tx *gorm.DB) (err error) {
 			_, ok, err = c.records.Insert(c.ctx, tx, other)
@@ -325,7 +325,7 @@ func recordsConcurrentInsert(t *testing.T, c *recordsCase) {
 		wg.Go(func() {
 			var ok bool
 			err := c.write(func(tx *gorm.DB) (err error) {
-				_, ok, err = c.records.Insert(c.ctx, tx, claimParams("k"))
+				_, ok, err = c.records.Insert(c.ctx, tx, recordClaimParams("k"))
 				return err
 			})
 			mu.Lock()
@@ -394,7 +394,7 @@ func recordsFencedAfterTakeover(t *testing.T, c *recordsCase) {
 	if applied := c.attemptWrites("k", first.Fence); len(applied) != 0 {
 		t.Fatalf("the taken-over attempt's %v applied", applied)
 	}
-	if after := c.mustGet("k"); after.Fence != claim.Fence || !after.UpdatedAt.Equal(before.UpdatedAt) || after.RecoveryPoint != pointStarted {
+	if after := c.mustGet("k"); after.Fence != claim.Fence || !after.UpdatedAt.Equal(before.UpdatedAt) || after.RecoveryPoint != recordPointStarted {
 		t.Fatalf("the stale attempt changed the record: %+v", after)
 	}
 }
@@ -478,7 +478,7 @@ func recordsComplete(t *testing.T, c *recordsCase) {
 	}
 	rec := c.mustGet("k")
 	if rec.State != store.RecordCompleted || rec.ResponseStatus != http.StatusCreated || string(rec.ResponseBody) != `{"k":"k"}` ||
-		rec.ResponseHeaders != location("k") || rec.ResourceRef != "ref-k" || !rec.LockedUntil.IsZero() || rec.Truncated {
+		rec.ResponseHeaders != recordLocation("k") || rec.ResourceRef != "ref-k" || !rec.LockedUntil.IsZero() || rec.Truncated {
 		t.Fatalf("completed record %+v", rec)
 	}
 	if d := rec.ExpiresAt.Sub(rec.UpdatedAt); d < time.Hour-time.Second || d > time.Hour+time.Second {
@@ -548,7 +548,7 @@ func recordsReclaim(t *testing.T, c *recordsCase) {
 			claim store.RecordClaim
 			ok    bool
 		)
-		p := claimParams(key)
+		p := recordClaimParams(key)
 		p.Fingerprint = fp
 		if err := c.write(func(tx *gorm.DB) (err error) {
 			claim, ok, err = c.records.Reclaim(c.ctx, tx, p)
@@ -580,7 +580,7 @@ func recordsReclaim(t *testing.T, c *recordsCase) {
 	}
 	rec := c.mustGet("k")
 	if rec.State != store.RecordInProgress || rec.Fingerprint != "v1:new" || rec.ResponseStatus != 0 || rec.ResponseBody != nil ||
-		rec.ResponseHeaders != "" || rec.ResourceRef != "" || rec.Expired || rec.RecoveryPoint != pointStarted {
+		rec.ResponseHeaders != "" || rec.ResourceRef != "" || rec.Expired || rec.RecoveryPoint != recordPointStarted {
 		t.Fatalf("reclaimed record %+v", rec)
 	}
 	// An absent key is claimed by Reclaim as well.
@@ -665,7 +665,7 @@ func recordsLockTimeout(t *testing.T, c *recordsCase) {
 	rollback := errors.New("roll back")
 	go func() {
 		done <- c.write(func(tx *gorm.DB) error {
-			if _, ok, err := c.records.Insert(c.ctx, tx, claimParams("k")); err != nil || !ok {
+			if _, ok, err := c.records.Insert(c.ctx, tx, recordClaimParams("k")); err != nil || !ok {
 				return errors.Join(err, errors.New("holder did not claim"))
 			}
 			close(held)
@@ -676,7 +676,7 @@ func recordsLockTimeout(t *testing.T, c *recordsCase) {
 	<-held
 	var ok bool
 	err := c.write(func(tx *gorm.DB) (err error) {
-		_, ok, err = c.records.Insert(c.ctx, tx, claimParams("k"))
+		_, ok, err = c.records.Insert(c.ctx, tx, recordClaimParams("k"))
 		return err
 	})
 	close(release)
@@ -715,7 +715,7 @@ func recordsList(t *testing.T, c *recordsCase) {
 	c.advance(time.Hour)
 	c.complete("done", c.insert("done").Fence)
 	c.markUnknown("unknown", c.insert("unknown").Fence, "")
-	other := claimParams("other")
+	other := recordClaimParams("other")
 	other.ID.Tenant = "t2"
 	if err := c.write(func(tx *gorm.DB) error { _, _, err := c.records.Insert(c.ctx, tx, other); return err }); err != nil {
 		t.Fatal(err)
@@ -881,7 +881,7 @@ func recordsProduction(t *testing.T, c *recordsCase) {
 			claim store.RecordClaim
 			ok    bool
 		)
-		if err := c.write(func(tx *gorm.DB) (err error) { claim, ok, err = p.Insert(ctx, tx, claimParams(key)); return err }); err != nil {
+		if err := c.write(func(tx *gorm.DB) (err error) { claim, ok, err = p.Insert(ctx, tx, recordClaimParams(key)); return err }); err != nil {
 			t.Fatalf("Insert(%s): %v", key, err)
 		}
 		return claim, ok
@@ -902,7 +902,7 @@ func recordsProduction(t *testing.T, c *recordsCase) {
 	_, ok = insert("k")
 	refused("Insert of a held key", ok, nil)
 	var err error
-	if err := c.write(func(tx *gorm.DB) (err error) { _, ok, err = p.Reclaim(ctx, tx, claimParams("k")); return err }); err != nil {
+	if err := c.write(func(tx *gorm.DB) (err error) { _, ok, err = p.Reclaim(ctx, tx, recordClaimParams("k")); return err }); err != nil {
 		t.Fatal(err)
 	}
 	refused("Reclaim of a live record", ok, nil)
@@ -913,7 +913,7 @@ func recordsProduction(t *testing.T, c *recordsCase) {
 	ok, err = p.Renew(ctx, gdb, &store.RecordRenewParams{ID: recordID("k"), Fence: claim.Fence, Lease: recordLease})
 	must("Renew", ok, err)
 	ok, err = p.Complete(ctx, gdb, &store.RecordCompleteParams{ID: recordID("k"), Fence: claim.Fence, Point: "phase2",
-		RecordOutcome: store.RecordOutcome{Status: http.StatusCreated, Headers: location("k"), Body: []byte(`{}`), TTL: time.Hour}})
+		RecordOutcome: store.RecordOutcome{Status: http.StatusCreated, Headers: recordLocation("k"), Body: []byte(`{}`), TTL: time.Hour}})
 	must("Complete", ok, err)
 	if rec, _ = get("k"); rec.State != store.RecordCompleted || rec.ExpiresAt.Sub(rec.UpdatedAt) != time.Hour || rec.Expired {
 		t.Fatalf("completed record %+v, want an hour's window from the database clock", rec)
@@ -940,7 +940,7 @@ func recordsProduction(t *testing.T, c *recordsCase) {
 	}
 	taken, ok, err := p.Takeover(ctx, gdb, &store.RecordTakeoverParams{ID: recordID("u"), Fence: unknown.Fence, From: store.RecordUnknown, Lease: recordLease})
 	must("Takeover of an unknown record", ok, err)
-	ok, err = p.Release(ctx, gdb, &store.RecordReleaseParams{ID: recordID("u"), Fence: taken.Fence, Point: pointStarted})
+	ok, err = p.Release(ctx, gdb, &store.RecordReleaseParams{ID: recordID("u"), Fence: taken.Fence, Point: recordPointStarted})
 	must("Release", ok, err)
 	if _, found := get("u"); found {
 		t.Fatal("a released record is still there")
