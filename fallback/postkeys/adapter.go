@@ -16,9 +16,10 @@ import (
 )
 
 // Adapter is the POST Idempotency-Key fallback on one [framework.Engine]:
-// the registry of operations, their record store, and the recovery worker
-// and janitor. Build it with [New], add operations with [Register], and run
-// the workers with [Adapter.Start] / [Adapter.Stop].
+// the registry of operations, the record statements of its database
+// ([store.Records]), and the recovery worker and janitor. Build it with
+// [New], add operations with [Register], and run the workers with
+// [Adapter.Start] / [Adapter.Stop].
 type Adapter struct {
 	engine  *framework.Engine
 	db      *store.DB
