@@ -201,6 +201,31 @@ func TestBindRefusesUnpairedSurrogates(t *testing.T) {
 	}
 }
 
+// TestBindRefusesBodiesCutShort: a body that ends inside an object or an
+// array is malformed_json, from the check, whatever the command's type:
+// the walk the check replaced took the end of its input there for the end
+// of the document, so that "[1," bound into a struct was a type error and
+// Binder.CheckJSON (a PATCH document, an operator's resolution) passed it.
+func TestBindRefusesBodiesCutShort(t *testing.T) {
+	t.Parallel()
+	b := setupBinder(t)
+	full := `{"customer":"c","items":[{"sku":"a","quantity":2}],"labels":{"k":"v"}}`
+	for i := 1; i < len(full); i++ {
+		body := []byte(full[:i])
+		if _, err := Bind[hostileCommand](b, body); !errors.Is(err, ErrMalformedJSON) {
+			t.Fatalf("Bind(%s) = %v, want malformed_json", body, err)
+		}
+		if err := b.CheckJSON(body); !errors.Is(err, ErrMalformedJSON) {
+			t.Fatalf("CheckJSON(%s) = %v, want malformed_json", body, err)
+		}
+	}
+	for _, body := range []string{`[`, `[1,`, `[{}`, `{"a":[1]`} {
+		if _, err := Bind[hostileCommand](b, []byte(body)); !errors.Is(err, ErrMalformedJSON) {
+			t.Fatalf("Bind(%s) = %v, want malformed_json", body, err)
+		}
+	}
+}
+
 // FuzzBind checks Bind against references that share none of its code:
 // a body it binds is valid I-JSON to jsontext (UTF-8, no duplicate names,
 // no unpaired surrogate), and every member name in it is exactly one of

@@ -5,13 +5,18 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
-// jsonCorpus is hand-picked JSON, valid and not, for the fast paths.
+// jsonCorpus is hand-picked JSON, valid and not, for the check and the
+// canonical form.
 var jsonCorpus = []string{
 	`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"x":[{"k":1,"k":1}]}`, "{\"a\":\"\xc3\x28\"}",
 	strings.Repeat("[", 33) + strings.Repeat("]", 33), strings.Repeat("[", 32) + strings.Repeat("]", 32),
@@ -25,15 +30,47 @@ var jsonCorpus = []string{
 	`{"customer":"cus_1","currency":"EUR","items":[{"sku":"sku_1","quantity":2,"unit_price":"10.00"}],"note":""}`,
 	"{\"a\"\t:\n[ 1 ,\r2 ] }", `{"n":1e400}`, `{"n":0.000}`, `[1E+2,1e-2,-0,100]`,
 	`{"quantity":[2,2.0,2e0,0.2e1,200e-2,2.00E+0,-0.0,18446744073709551615,1.8446744073709551615e19]}`,
+	// NUL and long numbers, named by their field, and what comes first.
+	`{"a":"x\u0000"}`, `{"a\u0000":1}`, `[{"k":["\u0000"]}]`, `{"a":1,"a\u0000":2}`, `{"a\u0000":1,"a\u0000":2}`,
+	`{"a":"\u0000\ud800"}`, `"\u0000"`, `{"a":"\\u0000"}`, "{\"a\":\"\\u0000\"\xff}",
+	`{"n":[1,` + strings.Repeat("7", 70) + `]}`, strings.Repeat("7", 70) + `x`, `[` + strings.Repeat("7", 70),
+	`{"n":` + strings.Repeat("7", 64) + `}`, `{"n":-0.` + strings.Repeat("7", 70) + `e5}`, `[1,` + strings.Repeat("7", 70) + `"x"]`,
+	// Syntax errors, as encoding/json words them.
+	"[é]", "[\x01]", `{'a':1}`, `[tru]`, `[nul]`, `[fals`, `-`, `1.`, `1e`, `1e+`, `[1.e5]`, `[-x]`, `"\u12G4"`, "\"a\tb\"",
+	`{1:2}`, `{"a" 1}`, `{"a"::1}`, `{"a":1,}`, `{,}`, `[,1]`, `{"a":1 "b"}`, `{"a":1}}`, `{} "x`, `{} "x"`, `{} 12`, `{} tru`,
+	`{} ]`, `[1}`, `{"a":1]`, `[1:2]`, `{"a",1}`, `[01]`, `01`, `1 2`, ` [ ] `, "\t\r\n",
+	// More keys than the check keeps in place, nested, escaped, with and
+	// without a duplicate past the 16th.
+	manyKeys(20, manyKeys(20, "1", ""), ""), manyKeys(20, manyKeys(18, "1", `"k17"`), ""), manyKeys(18, "[]", `"k\u0030"`),
 }
 
-// randomJSON writes a random document with the features the fast paths
-// treat specially: escapes (unpaired surrogates too), non-ASCII, HTML characters, number spellings,
+// manyKeys writes an object of n members k0… whose last value is last,
+// with a member named dup (a JSON string) after them when dup is set.
+func manyKeys(n int, last, dup string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := range n {
+		fmt.Fprintf(&b, `"k%d":`, i)
+		if i == n-1 {
+			b.WriteString(last)
+		} else {
+			b.WriteString("0")
+		}
+		b.WriteByte(',')
+	}
+	if dup != "" {
+		b.WriteString(dup + `:1,`)
+	}
+	return strings.TrimSuffix(b.String(), ",") + "}"
+}
+
+// randomJSON writes a random document with the features the check and the
+// canonical form treat specially: escapes (unpaired surrogates too), non-ASCII, HTML characters, number spellings,
 // duplicate keys, whitespace and nesting.
 func randomJSON(rng *rand.Rand, depth int) string {
 	ws := func() string { return []string{"", "", " ", "\n\t"}[rng.IntN(4)] }
 	str := func() string {
-		parts := []string{"a", "b", "k", "é", `\u00e9`, `\"`, `\\`, "<", "&", `\u2028`, "\u2028", `\n`, `\/`, "😀", `\ud83d\ude00`, "\x7f", `\ud800`, `\udc00`, `\\u`}
+		parts := []string{"a", "b", "k", "é", `\u00e9`, `\"`, `\\`, "<", "&", `\u2028`, "\u2028", `\n`, `\/`, "😀", `\ud83d\ude00`, "\x7f", `\ud800`, `\udc00`, `\\u`, `\u0000`}
 		var sb strings.Builder
 		sb.WriteByte('"')
 		for range rng.IntN(4) {
@@ -63,7 +100,8 @@ func randomJSON(rng *rand.Rand, depth int) string {
 	case 2:
 		return str()
 	case 3:
-		return []string{"0", "-0.0", "1.50", "15e-1", "1E+2", "123456789012345678901234567890", "1e-7"}[rng.IntN(7)]
+		return []string{"0", "-0.0", "1.50", "15e-1", "1E+2", "123456789012345678901234567890", "1e-7",
+			strings.Repeat("9", MaxNumberLength+1)}[rng.IntN(8)]
 	default:
 		return []string{"true", "false", "null"}[rng.IntN(3)]
 	}
@@ -77,7 +115,7 @@ func sameError(a, b error) bool {
 	if !errors.As(a, &ea) || !errors.As(b, &eb) {
 		return a.Error() == b.Error()
 	}
-	return ea.Code == eb.Code && ea.Detail == eb.Detail
+	return ea.Code == eb.Code && ea.Detail == eb.Detail && slices.Equal(ea.Fields, eb.Fields)
 }
 
 func corpus(n int) []string {
@@ -89,26 +127,52 @@ func corpus(n int) []string {
 	return docs
 }
 
-func TestCheckJSONFastPathAgrees(t *testing.T) {
+// TestCheckJSONAgreesWithTheTokenWalk: the one check gives the answer of
+// the walk through encoding/json's tokens (code, detail and field) on
+// every document of the corpus, valid or not, and on each of them cut
+// short at every byte.
+func TestCheckJSONAgreesWithTheTokenWalk(t *testing.T) {
 	t.Parallel()
-	for _, doc := range corpus(3000) {
+	docs := corpus(3000)
+	for _, doc := range jsonCorpus {
+		for i := range doc {
+			docs = append(docs, doc[:i])
+		}
+	}
+	for _, doc := range docs {
 		for _, depth := range []int{2, DefaultMaxDepth} {
 			fast, ref := checkJSON([]byte(doc), depth), checkJSONTokens([]byte(doc), depth)
 			if !sameError(fast, ref) {
-				t.Fatalf("checkJSON(%q, %d) = %v, the token walk says %v", doc, depth, fast, ref)
+				t.Fatalf("checkJSON(%q, %d) = %#v, the token walk says %#v", doc, depth, fast, ref)
 			}
 		}
 	}
 }
 
+// TestCanonicalJSONFastPathAgrees: the canonical form written in one pass
+// is the decoded reference's, byte for byte.
 func TestCanonicalJSONFastPathAgrees(t *testing.T) {
 	t.Parallel()
 	for _, doc := range corpus(3000) {
-		fast, ferr := CanonicalJSON([]byte(doc))
-		ref, rerr := canonicalJSONDecoded([]byte(doc))
-		if (ferr == nil) != (rerr == nil) || !bytes.Equal(fast, ref) {
-			t.Fatalf("CanonicalJSON(%q) = %s, %v; the decoded path gives %s, %v", doc, fast, ferr, ref, rerr)
-		}
+		agreeCanonical(t, []byte(doc))
+	}
+}
+
+// agreeCanonical compares the one-pass canonical form of raw with the
+// decoded reference's. Of duplicate keys the reference keeps the last and
+// never reads the others, while the one pass refuses an overlong number
+// in any of them; production canonicalizes what json.Marshal wrote, which
+// has no duplicate keys, so there only the forms of documents both write
+// are compared.
+func agreeCanonical(t *testing.T, raw []byte) {
+	t.Helper()
+	fast, ferr := canonicalJSON(raw)
+	ref, rerr := canonicalJSONDecoded(raw)
+	if ferr != nil && rerr == nil && json.Valid(raw) && !jsontext.Value(raw).IsValid(jsontext.AllowInvalidUTF8(true)) {
+		return
+	}
+	if (ferr == nil) != (rerr == nil) || !bytes.Equal(fast, ref) {
+		t.Fatalf("canonicalJSON(%q) = %s, %v; the decoded path gives %s, %v", raw, fast, ferr, ref, rerr)
 	}
 }
 
@@ -198,8 +262,8 @@ func TestFingerprintMatchesReference(t *testing.T) {
 	}
 }
 
-// FuzzFastPathsAgree compares the single-pass check and canonical form
-// with their references on any input.
+// FuzzFastPathsAgree compares the one check and the canonical form with
+// their references (reference_test.go) on any input.
 func FuzzFastPathsAgree(f *testing.F) {
 	for _, doc := range jsonCorpus {
 		f.Add([]byte(doc), 4)
@@ -207,13 +271,9 @@ func FuzzFastPathsAgree(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte, depth int) {
 		depth = 1 + (depth&0xff)%40
 		if fast, ref := checkJSON(raw, depth), checkJSONTokens(raw, depth); !sameError(fast, ref) {
-			t.Fatalf("checkJSON(%q, %d) = %v, the token walk says %v", raw, depth, fast, ref)
+			t.Fatalf("checkJSON(%q, %d) = %#v, the token walk says %#v", raw, depth, fast, ref)
 		}
-		fast, ferr := CanonicalJSON(raw)
-		ref, rerr := canonicalJSONDecoded(raw)
-		if (ferr == nil) != (rerr == nil) || !bytes.Equal(fast, ref) {
-			t.Fatalf("CanonicalJSON(%q) = %s, %v; the decoded path gives %s, %v", raw, fast, ferr, ref, rerr)
-		}
+		agreeCanonical(t, raw)
 	})
 }
 
@@ -241,7 +301,7 @@ func BenchmarkCanonicalJSON(b *testing.B) {
 	for _, path := range []struct {
 		name  string
 		canon func([]byte) ([]byte, error)
-	}{{"scan", CanonicalJSON}, {"decoded", canonicalJSONDecoded}} {
+	}{{"scan", func(raw []byte) ([]byte, error) { return appendCanonical(nil, raw) }}, {"decoded", canonicalJSONDecoded}} {
 		b.Run(path.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
