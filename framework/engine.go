@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 )
 
 // Engine is the shared runtime of both patterns: the database, the binder,
@@ -18,7 +19,7 @@ type Engine struct {
 	retention Retention
 	now       func() time.Time
 	logger    *slog.Logger
-	metrics   *Metrics
+	metrics   *telemetry.Metrics
 	codes     *Codes
 }
 
@@ -49,9 +50,9 @@ type EngineConfig struct {
 	// whatever this says. It may not be above Info. Defaults to
 	// slog.LevelInfo (the zero value): every request is logged.
 	RequestLogLevel slog.Level
-	// Metrics receives request counts. Defaults to collectors on a private
-	// registry.
-	Metrics *Metrics
+	// Metrics receives request counts ([telemetry.NewMetrics]). Defaults
+	// to collectors on a private registry.
+	Metrics *telemetry.Metrics
 }
 
 // NewEngine builds an Engine on db.
@@ -77,10 +78,10 @@ func NewEngine(db *store.DB, cfg EngineConfig) (*Engine, error) {
 		return nil, fmt.Errorf("framework: EngineConfig.RequestLogLevel %s is above INFO", cfg.RequestLogLevel)
 	}
 	if cfg.RequestLogLevel != slog.LevelInfo {
-		cfg.Logger = slog.New(requestLevelHandler{Handler: cfg.Logger.Handler(), level: cfg.RequestLogLevel})
+		cfg.Logger = slog.New(telemetry.RequestLogHandler(cfg.Logger.Handler(), cfg.RequestLogLevel))
 	}
 	if cfg.Metrics == nil {
-		if cfg.Metrics, err = NewMetrics(nil); err != nil {
+		if cfg.Metrics, err = telemetry.NewMetrics(nil); err != nil {
 			return nil, err
 		}
 	}
@@ -106,4 +107,4 @@ func (e *Engine) Now() time.Time { return e.now().UTC().Truncate(time.Microsecon
 func (e *Engine) Logger() *slog.Logger { return e.logger }
 
 // Metrics returns the engine's metrics.
-func (e *Engine) Metrics() *Metrics { return e.metrics }
+func (e *Engine) Metrics() *telemetry.Metrics { return e.metrics }

@@ -1,8 +1,6 @@
 package framework
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 
 	"github.com/retrysafe/retrysafe/wire"
@@ -19,13 +17,4 @@ func IdempotencyKey(h http.Header) (key string, ok bool, err error) {
 		return "", ok, &Error{Code: wire.CodeIdempotencyKeyInvalid, Detail: wire.KeyReason(err)}
 	}
 	return key, ok, nil
-}
-
-// KeyHash is the SHA-256 of an idempotency key's bytes in lowercase hex
-// (what `printf %s "$KEY" | sha256sum` prints, and the Go client logs as
-// key_sha256): what logs, spans and the admin tool carry instead of the
-// raw key.
-func KeyHash(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
 }

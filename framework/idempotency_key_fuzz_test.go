@@ -9,14 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/wire"
 )
 
 // FuzzIdempotencyKey feeds the key parser any pair of header values
 // (NUL, invalid UTF-8, quotes, commas, lengths around the bound): it never
 // panics, an accepted key is 1..255 characters of [A-Za-z0-9._:-], an
-// accepted pair means the same key, its KeyHash is its SHA-256 in hex, and
-// every refusal is idempotency_key_invalid.
+// accepted pair means the same key, its telemetry.KeyHash is its SHA-256
+// in hex, and every refusal is idempotency_key_invalid.
 func FuzzIdempotencyKey(f *testing.F) {
 	f.Add("abc-123_x.y:z", "", false)
 	f.Add(`"quoted"`, `quoted`, true)
@@ -69,12 +70,12 @@ func wantKeyHash(t *testing.T, key string) {
 	half := len(key) / 2
 	_, _ = io.WriteString(h, key[:half])
 	_, _ = io.WriteString(h, key[half:])
-	if got, want := KeyHash(key), fmt.Sprintf("%x", h.Sum(nil)); got != want {
-		t.Fatalf("KeyHash(%q) = %q, want the hex SHA-256 %q", key, got, want)
+	if got, want := telemetry.KeyHash(key), fmt.Sprintf("%x", h.Sum(nil)); got != want {
+		t.Fatalf("telemetry.KeyHash(%q) = %q, want the hex SHA-256 %q", key, got, want)
 	}
 	other := []byte(key)
 	other[len(other)-1] ^= 1 // a different last byte
-	if KeyHash(string(other)) == KeyHash(key) {
-		t.Fatalf("KeyHash(%q) == KeyHash(%q)", other, key)
+	if telemetry.KeyHash(string(other)) == telemetry.KeyHash(key) {
+		t.Fatalf("telemetry.KeyHash(%q) == telemetry.KeyHash(%q)", other, key)
 	}
 }

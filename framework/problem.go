@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/wire"
 )
 
@@ -121,31 +122,42 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, logger *slog.Logger, e
 	writeProblem(w, r, logger, nil, err)
 }
 
-// ClientGone reports whether the request whose context is ctx was given up
-// by its client: the context was canceled (the connection closed, the
-// stream reset), not ended by the request's deadline ([Deadline]), which
-// stays 503 unavailable. Whatever the work failed with then, nobody reads
-// the answer: the failure is counted as [OutcomeClientGone] and logged at
-// Info, never as a server error.
-func ClientGone(ctx context.Context) bool {
-	return errors.Is(ctx.Err(), context.Canceled)
-}
-
 // WriteFailure answers a write of pattern ("put", "post", "legacy_post")
-// on operation that failed with err: it counts the outcome in
-// [Metrics.Requests] ([OutcomeOf]), sets it on the request's span with the
-// key's hash ([TraceOutcome]; key may be empty) and writes the problem
+// on operation that failed with err: it counts the outcome in the
+// engine's [telemetry.Metrics] (a problem's outcome: in_progress,
+// key_reuse, missing_key, rejected, error; client_gone when the client
+// went away), sets it on the request's span with the key's hash
+// ([telemetry.TraceOutcome]; key may be empty) and writes the problem
 // ([Engine.WriteProblem]). Both patterns answer their failures through it.
 func (e *Engine) WriteFailure(w http.ResponseWriter, r *http.Request, pattern, operation, key string, err error) {
-	outcome := OutcomeOf(r.Context(), err)
+	outcome := outcomeOf(r.Context(), err)
 	e.metrics.Requests.WithLabelValues(pattern, operation, outcome).Inc()
-	TraceOutcome(r.Context(), pattern, operation, outcome, key)
+	telemetry.TraceOutcome(r.Context(), pattern, operation, outcome, key)
 	e.WriteProblem(w, r, err)
+}
+
+// outcomeOf names the outcome of a write that failed with err; ctx is
+// the request's.
+func outcomeOf(ctx context.Context, err error) string {
+	if telemetry.ClientGone(ctx) {
+		return telemetry.OutcomeClientGone
+	}
+	switch ErrorFor(err).Code {
+	case wire.CodeRequestInProgress, wire.CodeOutcomePending:
+		return telemetry.OutcomeInProgress
+	case wire.CodeIdempotencyKeyReuse:
+		return telemetry.OutcomeKeyReuse
+	case wire.CodeIdempotencyKeyMissing:
+		return telemetry.OutcomeMissingKey
+	case wire.CodeUnavailable, wire.CodeInternal:
+		return telemetry.OutcomeError
+	}
+	return telemetry.OutcomeRejected
 }
 
 func writeProblem(w http.ResponseWriter, r *http.Request, logger *slog.Logger, codes *Codes, err error) {
 	status, h, body, e := renderProblem(codes, err)
-	if ClientGone(r.Context()) {
+	if telemetry.ClientGone(r.Context()) {
 		// The answer goes nowhere; the log says why the work stopped.
 		if logger != nil {
 			logger.LogAttrs(r.Context(), slog.LevelInfo, "client gone",

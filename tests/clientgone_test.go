@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
-	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -196,10 +196,10 @@ func TestClientGoneIsNotAServerError(t *testing.T) {
 			}
 			if tc.pattern != "" {
 				requests := a.Engine.Metrics().Requests
-				if n := testutil.ToFloat64(requests.WithLabelValues(tc.pattern, tc.operation, framework.OutcomeClientGone)); n != 1 {
+				if n := testutil.ToFloat64(requests.WithLabelValues(tc.pattern, tc.operation, telemetry.OutcomeClientGone)); n != 1 {
 					t.Errorf("%s: outcome client_gone counted %v times, want 1", tc.name, n)
 				}
-				if n := testutil.ToFloat64(requests.WithLabelValues(tc.pattern, tc.operation, framework.OutcomeError)); n != 0 {
+				if n := testutil.ToFloat64(requests.WithLabelValues(tc.pattern, tc.operation, telemetry.OutcomeError)); n != 0 {
 					t.Errorf("%s: outcome error counted %v times, want 0", tc.name, n)
 				}
 			}

@@ -16,9 +16,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
-	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/outbox"
 	"github.com/retrysafe/retrysafe/framework/outbox/natsjs"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/internal/testnats"
 	"github.com/retrysafe/retrysafe/resources/ledger"
@@ -417,7 +417,7 @@ func TestTraceOfAPaymentAndItsConsumer(t *testing.T) {
 			attrs[string(kv.Key)] = kv.Value.Emit()
 		}
 		want := map[string]string{"retrysafe.pattern": "post", "retrysafe.operation": "payments.create",
-			"retrysafe.outcome": "executed", "retrysafe.key_sha256": framework.KeyHash("k-traced"),
+			"retrysafe.outcome": "executed", "retrysafe.key_sha256": telemetry.KeyHash("k-traced"),
 			"http.response.status_code": "201"}
 		for k, v := range want {
 			if attrs[k] != v {

@@ -18,6 +18,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/collection"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/orders"
 	"github.com/retrysafe/retrysafe/resources/schema"
@@ -42,7 +43,7 @@ func TestMigratingDocOnAPlainRouter(t *testing.T) {
 		// Step 1, as written in the document.
 		build := func(legacy bool) http.Handler {
 			registry := prometheus.NewRegistry()
-			metrics, err := framework.NewMetrics(registry)
+			metrics, err := telemetry.NewMetrics(registry)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -53,9 +53,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
-	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/outbox"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 )
 
 func main() {
@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if *natsURL == "" {
 		*natsURL = getenv("NATS_URL")
 	}
-	logger := slog.New(framework.TraceLogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	logger := slog.New(telemetry.TraceLogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	gin.SetMode(gin.ReleaseMode)
 	tp, shutdownTracing, err := tracerProvider(ctx, getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
 	if err != nil {

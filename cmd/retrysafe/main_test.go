@@ -26,6 +26,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/payments"
 	"github.com/retrysafe/retrysafe/wire"
@@ -156,7 +157,7 @@ func TestResolveUnknownPaymentEndToEnd(t *testing.T) {
 		if err := json.Unmarshal([]byte(out.stdout), &listed); err != nil || len(listed) != 1 {
 			t.Fatalf("list %s: %v", out.stdout, err)
 		}
-		if listed[0].KeySHA256 != framework.KeyHash("k-lost") || listed[0].Key != "" || strings.Contains(out.stdout, "k-lost") {
+		if listed[0].KeySHA256 != telemetry.KeyHash("k-lost") || listed[0].Key != "" || strings.Contains(out.stdout, "k-lost") {
 			t.Fatalf("list shows %+v: want the key's hash only", listed[0])
 		}
 		if table := runCmd(t, env, "records", "list", "-show-keys").want(t, exitOK); !strings.Contains(table.stdout, "k-lost") {
@@ -202,7 +203,7 @@ func TestResolveUnknownPaymentEndToEnd(t *testing.T) {
 			t.Fatalf("%d charges, want the one", n)
 		}
 		if n := d.count("SELECT count(*) FROM idempotency_resolutions WHERE actor = 'alice' AND reason = 'INC-7: charge found at the provider' AND key_hash = ? AND reference = ?",
-			framework.KeyHash("k-lost"), charge); n != 1 {
+			telemetry.KeyHash("k-lost"), charge); n != 1 {
 			t.Fatalf("%d audit rows", n)
 		}
 		runCmd(t, env, "records", "show", "-tenant", "acme", "-operation", payments.Operation, "-key", "nope").want(t, exitNotFound)
@@ -270,7 +271,7 @@ func TestResolveRacesTheDemosRecoveryWorker(t *testing.T) {
 // operation, "mail.send", with a business code of its own.
 func mailService(t *testing.T, db *store.DB) {
 	t.Helper()
-	metrics, err := framework.NewMetrics(prometheus.NewRegistry())
+	metrics, err := telemetry.NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,10 +398,10 @@ func TestResolveActorWithoutUSER(t *testing.T) {
 	}
 	runCmd(t, env, args("k1")...).want(t, exitOK)
 	runCmd(t, env, append(args("k2"), "-actor", "bob")...).want(t, exitOK)
-	if n := d.count("SELECT count(*) FROM idempotency_resolutions WHERE key_hash = ? AND actor = ?", framework.KeyHash("k1"), name); n != 1 {
+	if n := d.count("SELECT count(*) FROM idempotency_resolutions WHERE key_hash = ? AND actor = ?", telemetry.KeyHash("k1"), name); n != 1 {
 		t.Fatalf("audit rows of k1 by %q: %d", name, n)
 	}
-	if n := d.count("SELECT count(*) FROM idempotency_resolutions WHERE key_hash = ? AND actor = 'bob'", framework.KeyHash("k2")); n != 1 {
+	if n := d.count("SELECT count(*) FROM idempotency_resolutions WHERE key_hash = ? AND actor = 'bob'", telemetry.KeyHash("k2")); n != 1 {
 		t.Fatalf("audit rows of k2 by bob: %d", n)
 	}
 }

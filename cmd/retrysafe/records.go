@@ -14,6 +14,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/wire"
 )
 
@@ -50,7 +51,7 @@ type responseJSON struct {
 }
 
 func toJSON(r store.RecordRow, showKey, withResponse bool) recordJSON {
-	out := recordJSON{Tenant: r.ID.Tenant, Operation: r.ID.Operation, KeySHA256: framework.KeyHash(r.ID.Key), State: string(r.State),
+	out := recordJSON{Tenant: r.ID.Tenant, Operation: r.ID.Operation, KeySHA256: telemetry.KeyHash(r.ID.Key), State: string(r.State),
 		RecoveryPoint: r.RecoveryPoint, Attempt: r.Attempt, Fence: r.Fence, LeaseExpired: r.LeaseExpired, Expired: r.Expired,
 		ResourceRef: r.ResourceRef, ErrorCode: r.ErrorCode, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ExpiresAt: r.ExpiresAt}
 	if showKey {
@@ -174,7 +175,7 @@ func recordsShow(c *cli, fs *flag.FlagSet) func(context.Context, []string) error
 		}
 		if !found {
 			return fmt.Errorf("%w: tenant %q, operation %q, key sha256 %s", postkeys.ErrRecordNotFound, id.Tenant, id.Operation,
-				framework.KeyHash(id.Key))
+				telemetry.KeyHash(id.Key))
 		}
 		out := toJSON(rec, false, true)
 		if c.json {
@@ -250,7 +251,7 @@ func recordsResolve(c *cli, fs *flag.FlagSet) func(context.Context, []string) er
 			return err
 		}
 		if c.json {
-			return c.printJSON(map[string]any{"tenant": id.Tenant, "operation": id.Operation, "key_sha256": framework.KeyHash(id.Key),
+			return c.printJSON(map[string]any{"tenant": id.Tenant, "operation": id.Operation, "key_sha256": telemetry.KeyHash(id.Key),
 				"from": res.From, "outcome": p.Outcome, "fence": res.Fence, "status": res.Status, "body": string(res.Body)})
 		}
 		fmt.Fprintf(c.stdout, "resolved (was %s): the next retry with this key answers %d %s\n", res.From, res.Status, res.Body)

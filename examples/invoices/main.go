@@ -33,6 +33,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework/store/storemysql"    // MariaDB (the MySQL family)
 	_ "github.com/retrysafe/retrysafe/framework/store/storepg"     // PostgreSQL
 	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // SQLite
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -161,7 +162,7 @@ func build(ctx context.Context, db *store.DB, tokens map[string]string, logger *
 		return nil, err
 	}
 	registry := prometheus.NewRegistry()
-	metrics, err := framework.NewMetrics(registry)
+	metrics, err := telemetry.NewMetrics(registry)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 )
 
 // Adapter is the POST Idempotency-Key fallback on one [framework.Engine]:
@@ -153,7 +154,7 @@ func (a *Adapter) logTransition(ctx context.Context, at *attempt, event string, 
 	attrs := append([]slog.Attr{
 		slog.String("tenant", at.id.Tenant),
 		slog.String("operation", at.id.Operation),
-		slog.String("key_sha256", framework.KeyHash(at.id.Key)),
+		slog.String("key_sha256", telemetry.KeyHash(at.id.Key)),
 		slog.String("fingerprint", framework.FingerprintPrefix(at.fingerprint)),
 		slog.String("event", event),
 		slog.String("state", string(state)),

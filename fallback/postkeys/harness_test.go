@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/gin-gonic/gin"
@@ -258,7 +259,7 @@ func setupOn(t *testing.T, db *store.DB, tweak func(*postkeys.Config, *widgets))
 	}
 	c := testclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	registry := prometheus.NewRegistry()
-	metrics, err := framework.NewMetrics(registry)
+	metrics, err := telemetry.NewMetrics(registry)
 	if err != nil {
 		t.Fatal(err)
 	}

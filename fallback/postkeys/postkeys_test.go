@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
-	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/internal/failpoint"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/wire"
@@ -529,7 +529,7 @@ func TestTransitionsAreLoggedWithTheKeyHashOnly(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
 		}
-		if ev["key_sha256"] != framework.KeyHash(key) || ev["tenant"] != "a" || ev["operation"] != "widgets" ||
+		if ev["key_sha256"] != telemetry.KeyHash(key) || ev["tenant"] != "a" || ev["operation"] != "widgets" ||
 			len(ev["fingerprint"].(string)) != 12 || ev["duration"] == nil {
 			t.Fatalf("event %v", ev)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/wire"
 )
 
@@ -158,7 +159,7 @@ func resolve(ctx context.Context, db *store.DB, records store.Records, p Resolve
 			return ErrFenced
 		}
 		return records.Audit(ctx, tx, &store.RecordAuditParams{Tenant: p.ID.Tenant, Operation: p.ID.Operation,
-			KeyHash: framework.KeyHash(p.ID.Key), Fence: c.Fence, From: rec.State, Outcome: string(p.Outcome),
+			KeyHash: telemetry.KeyHash(p.ID.Key), Fence: c.Fence, From: rec.State, Outcome: string(p.Outcome),
 			Status: stored.status, Reference: p.Reference, ErrorCode: stored.errorCode, Actor: p.Actor, Reason: p.Reason})
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/wire"
 )
@@ -117,7 +118,7 @@ func (rh *resolveHarness) resolve(key string, p postkeys.ResolveParams) (postkey
 }
 
 func (rh *resolveHarness) audits(key string) int64 {
-	return rh.count("SELECT count(*) FROM idempotency_resolutions WHERE tenant_id = 'a' AND key_hash = ?", framework.KeyHash(key))
+	return rh.count("SELECT count(*) FROM idempotency_resolutions WHERE tenant_id = 'a' AND key_hash = ?", telemetry.KeyHash(key))
 }
 
 var succeeded = postkeys.ResolveParams{Outcome: postkeys.OutcomeSucceeded, Reference: "wd_by_hand", Status: http.StatusCreated,
@@ -145,7 +146,7 @@ func TestResolveUnknownReplaysTheOperatorsAnswer(t *testing.T) {
 			t.Fatalf("runs %d reconciles %d provider calls %d", rh.widgets.runs.Load(), rh.widgets.reconciles.Load(), rh.widgets.provider.Load())
 		}
 		if n := rh.count("SELECT count(*) FROM idempotency_resolutions WHERE key_hash = ? AND actor = 'alice' AND outcome = 'succeeded' AND reference = 'wd_by_hand' AND status = 201 AND from_state = 'unknown' AND reason LIKE 'ticket 42%'",
-			framework.KeyHash("k1")); n != 1 {
+			telemetry.KeyHash("k1")); n != 1 {
 			t.Fatalf("audit rows = %d", n)
 		}
 		if n := rh.count("SELECT count(*) FROM idempotency_resolutions WHERE key_hash = 'k1'"); n != 0 {

@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"gorm.io/gorm"
 
-	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/internal/failpoint"
 )
 
@@ -122,8 +122,8 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 	// A claim made here keeps its span beside the phase's, under the
 	// request's, as a claim of its own would.
 	claimCtx := ctx
-	ctx, span := framework.StartSpan(ctx, "postkeys.phase", attribute.String("retrysafe.recovery_point", point))
-	defer func() { framework.EndSpan(span, err) }()
+	ctx, span := telemetry.StartSpan(ctx, "postkeys.phase", attribute.String("retrysafe.recovery_point", point))
+	defer func() { telemetry.EndSpan(span, err) }()
 	if point == "" || point == PointStarted {
 		return Response{}, nil, fmt.Errorf("postkeys: %q is not a recovery point a phase can reach", point)
 	}
@@ -221,9 +221,9 @@ func (at *attempt) phase(ctx context.Context, point string, fn func(tx *gorm.DB)
 	}
 	if complete {
 		at.leaseSent, at.leaseSentClock = time.Time{}, time.Time{}
-		out := outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}
+		out := outcome{resp: stored, body: resp.Body, metric: telemetry.OutcomeExecuted}
 		if fnErr != nil {
-			out = outcome{resp: stored, body: stored.body, metric: framework.OutcomeRejected}
+			out = outcome{resp: stored, body: stored.body, metric: telemetry.OutcomeRejected}
 		}
 		at.done = &out
 		a.logTransition(ctx, at, "phase", store.RecordInProgress, 0, false)

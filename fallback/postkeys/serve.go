@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework/server"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/internal/failpoint"
 	"github.com/retrysafe/retrysafe/wire"
 
@@ -173,10 +174,10 @@ func (a *Adapter) answer(c *gin.Context, op *operation, key string, out outcome,
 			a.fail(c, op, err)
 			return
 		}
-		out = outcome{resp: se.resp, body: se.resp.body, metric: framework.OutcomeError}
+		out = outcome{resp: se.resp, body: se.resp.body, metric: telemetry.OutcomeError}
 	}
 	a.engine.Metrics().Requests.WithLabelValues("post", op.name, out.metric).Inc()
-	framework.TraceOutcome(c.Request.Context(), "post", op.name, out.metric, key)
+	telemetry.TraceOutcome(c.Request.Context(), "post", op.name, out.metric, key)
 	framework.WriteReply(c.Writer, framework.Reply{Status: out.resp.status, Body: out.body,
 		Header: out.resp.header, Replayed: out.replayed, Key: key})
 }
@@ -199,7 +200,7 @@ func (a *Adapter) serveUnrecorded(ctx context.Context, op *operation, at *attemp
 		}
 		// A 5xx response rolls the transaction back, as an error does.
 		stored, err := a.storable(op, resp, "")
-		out = outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}
+		out = outcome{resp: stored, body: resp.Body, metric: telemetry.OutcomeExecuted}
 		return err
 	})
 	return out, err
@@ -325,13 +326,13 @@ func (a *Adapter) executeLocal(ctx context.Context, tx *gorm.DB, op *operation, 
 		if stored, err = a.storable(op, resp, ""); err != nil {
 			return outcome{}, storedResponse{}, err
 		}
-		out = outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}
+		out = outcome{resp: stored, body: resp.Body, metric: telemetry.OutcomeExecuted}
 	case op.isRejection(err):
 		if err := tx.RollbackTo(savepoint).Error; err != nil {
 			return outcome{}, storedResponse{}, err
 		}
 		stored = a.rejection(err)
-		out = outcome{resp: stored, body: stored.body, metric: framework.OutcomeRejected}
+		out = outcome{resp: stored, body: stored.body, metric: telemetry.OutcomeRejected}
 	default:
 		return outcome{}, storedResponse{}, err
 	}
@@ -345,8 +346,8 @@ func (a *Adapter) executeLocal(ctx context.Context, tx *gorm.DB, op *operation, 
 // one statement of [store.Records.Reclaim]. When the key is held, held is
 // the live record.
 func (a *Adapter) claimTx(ctx context.Context, tx *gorm.DB, at *attempt, version int) (c store.RecordClaim, claimed bool, held store.RecordRow, err error) {
-	ctx, span := framework.StartSpan(ctx, "postkeys.claim", framework.AttrOperation.String(at.id.Operation))
-	defer func() { span.SetAttributes(attribute.Bool("retrysafe.claimed", claimed)); framework.EndSpan(span, err) }()
+	ctx, span := telemetry.StartSpan(ctx, "postkeys.claim", telemetry.AttrOperation.String(at.id.Operation))
+	defer func() { span.SetAttributes(attribute.Bool("retrysafe.claimed", claimed)); telemetry.EndSpan(span, err) }()
 	p := &store.RecordClaimParams{ID: at.id, Fingerprint: at.fingerprint, FingerprintVersion: version,
 		Point: PointStarted, Lease: a.cfg.LeaseDuration, TTL: a.engine.Retention().ReplayWindow}
 	if c, claimed, err = a.records.Insert(ctx, tx, p); err != nil || claimed {
@@ -405,7 +406,7 @@ func (a *Adapter) replay(ctx context.Context, db *gorm.DB, op *operation, at *at
 	at.number, at.fence, at.point, at.ref = rec.Attempt, rec.Fence, rec.RecoveryPoint, rec.ResourceRef
 	a.logTransition(ctx, at, "replayed", store.RecordCompleted, rec.ResponseStatus, true)
 	return outcome{resp: storedResponse{status: rec.ResponseStatus, header: responseHeader(&rec)},
-		body: body, replayed: true, metric: framework.OutcomeReplayed}, nil
+		body: body, replayed: true, metric: telemetry.OutcomeReplayed}, nil
 }
 
 // servePhased runs a Phased operation. The record is read first, outside
@@ -610,11 +611,11 @@ func (a *Adapter) finish(ctx context.Context, op *operation, at *attempt, resp R
 	switch {
 	case err == nil:
 		if stored, err = a.storable(op, resp, ""); err == nil {
-			out = outcome{resp: stored, body: resp.Body, metric: framework.OutcomeExecuted}
+			out = outcome{resp: stored, body: resp.Body, metric: telemetry.OutcomeExecuted}
 		}
 	case op.isRejection(err):
 		stored = a.rejection(err)
-		out = outcome{resp: stored, body: stored.body, metric: framework.OutcomeRejected}
+		out = outcome{resp: stored, body: stored.body, metric: telemetry.OutcomeRejected}
 		err = nil
 	}
 	if err != nil {

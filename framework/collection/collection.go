@@ -15,6 +15,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/google/uuid"
@@ -611,7 +612,7 @@ func (c *Collection[Cmd, Model]) created(ctx context.Context, tx *gorm.DB, p *pu
 			return Result{}, err
 		}
 	}
-	return Result{Status: http.StatusCreated, Body: body, ETag: sys.ETag(), Location: c.location(sys.ID), Outcome: framework.OutcomeExecuted,
+	return Result{Status: http.StatusCreated, Body: body, ETag: sys.ETag(), Location: c.location(sys.ID), Outcome: telemetry.OutcomeExecuted,
 		Fingerprint: p.state.Fingerprint}, nil
 }
 
@@ -683,7 +684,7 @@ func (c *Collection[Cmd, Model]) replace(ctx context.Context, tx *gorm.DB, p *pu
 			return Result{}, err
 		}
 	}
-	return Result{Status: http.StatusOK, Body: body, ETag: sys.ETag(), Outcome: framework.OutcomeExecuted, Fingerprint: p.state.Fingerprint}, nil
+	return Result{Status: http.StatusOK, Body: body, ETag: sys.ETag(), Outcome: telemetry.OutcomeExecuted, Fingerprint: p.state.Fingerprint}, nil
 }
 
 // reply answers a decision that writes nothing. A replay or convergence of

@@ -12,6 +12,7 @@ import (
 	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -138,7 +139,7 @@ func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, sta
 		c.fail(g, pattern, err)
 		return
 	}
-	if cacheable && (res.Outcome == framework.OutcomeReplayed || res.Outcome == framework.OutcomeConverged) {
+	if cacheable && (res.Outcome == telemetry.OutcomeReplayed || res.Outcome == telemetry.OutcomeConverged) {
 		// req.Command may hold what a write did to it (the INSERT … ON
 		// CONFLICT path after a lost race inserts child rows): keep a
 		// command bound for the cache.
@@ -192,12 +193,12 @@ func (c *Collection[Cmd, Model]) written(g *gin.Context, pattern string, start t
 	// The key a retry repeats: the Idempotency-Key (legacy POST) or the
 	// resource ID (PUT).
 	retryKey := cmp.Or(key, id.String())
-	framework.TraceOutcome(g.Request.Context(), pattern, c.res.Name, res.Outcome, retryKey)
+	telemetry.TraceOutcome(g.Request.Context(), pattern, c.res.Name, res.Outcome, retryKey)
 	if c.engine.Logger().Enabled(g.Request.Context(), slog.LevelInfo) {
 		// The fields of the POST fallback's events, and the ID.
 		c.engine.Logger().LogAttrs(g.Request.Context(), slog.LevelInfo, "resource write",
 			slog.String("pattern", pattern), slog.String("tenant", tenant), slog.String("operation", c.res.Name),
-			slog.String("key_sha256", framework.KeyHash(retryKey)), slog.String("id", id.String()),
+			slog.String("key_sha256", telemetry.KeyHash(retryKey)), slog.String("id", id.String()),
 			slog.String("fingerprint", framework.FingerprintPrefix(res.Fingerprint)), slog.String("outcome", res.Outcome),
 			slog.Bool("replayed", res.Replayed), slog.Int("status", res.Status), slog.Duration("duration", time.Since(start)))
 	}

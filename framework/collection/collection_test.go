@@ -18,8 +18,8 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
-	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/collection"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -498,7 +498,7 @@ func TestPutRequestLog(t *testing.T) {
 		}
 		fp, _ := ev["fingerprint"].(string)
 		if ev["msg"] != "resource write" || ev["pattern"] != "put" || ev["tenant"] != "t1" || ev["operation"] != "invoices" ||
-			ev["key_sha256"] != framework.KeyHash(id.String()) || ev["id"] != id.String() || len(fp) != 12 || ev["duration"] == nil {
+			ev["key_sha256"] != telemetry.KeyHash(id.String()) || ev["id"] != id.String() || len(fp) != 12 || ev["duration"] == nil {
 			t.Fatalf("event %v", ev)
 		}
 		got = append(got, fmt.Sprint(ev["outcome"], "/", ev["replayed"], "/", ev["status"]))
@@ -541,7 +541,7 @@ func TestLegacyPOSTLog(t *testing.T) {
 			t.Fatalf("level %v: %d legacy events, want %d: %s", level, len(used), want, logs.String())
 		}
 		for _, ev := range used {
-			if ev["key_sha256"] != framework.KeyHash(key) || ev["tenant"] != "t1" || ev["resource"] != "invoices" {
+			if ev["key_sha256"] != telemetry.KeyHash(key) || ev["tenant"] != "t1" || ev["resource"] != "invoices" {
 				t.Fatalf("event %v", ev)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework/server"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -45,7 +46,7 @@ func legacyNamespace(resource string) uuid.UUID {
 // Idempotent-Replayed, same Location) and the same key with a different body
 // is 422 idempotency_key_reuse. Every answer carries Deprecation and a Link
 // to the PUT form (rel="successor-version"), and every call is counted per
-// tenant in [Metrics.LegacyRequests] and logged.
+// tenant in [telemetry.Metrics.LegacyRequests] and logged.
 func (c *Collection[Cmd, Model]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig) error {
 	if cfg.DeprecatedSince.IsZero() {
 		return errors.New("collection: LegacyConfig.DeprecatedSince is required")
@@ -87,7 +88,7 @@ func (c *Collection[Cmd, Model]) MountLegacyPOST(g gin.IRouter, cfg LegacyConfig
 			// The key's hash is computed only for a log that keeps it.
 			log.LogAttrs(g.Request.Context(), slog.LevelInfo, "legacy route used",
 				slog.String("tenant", tenant), slog.String("resource", c.res.Name),
-				slog.String("key_sha256", framework.KeyHash(key)), slog.String("user_agent", g.Request.UserAgent()))
+				slog.String("key_sha256", telemetry.KeyHash(key)), slog.String("user_agent", g.Request.UserAgent()))
 		}
 		// A shallow copy: only these two entries change.
 		header := make(http.Header, len(g.Request.Header)+1)

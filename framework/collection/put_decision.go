@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/wire"
 )
 
@@ -111,7 +112,7 @@ func decidePut(s putState) putDecision {
 			}
 			return refuse(framework.Errorf(wire.CodePreconditionFailed, "If-None-Match: * given but the resource exists with a different creating request"))
 		}
-		d := putDecision{Action: actReply, Status: http.StatusCreated, Replayed: true, Outcome: framework.OutcomeReplayed}
+		d := putDecision{Action: actReply, Status: http.StatusCreated, Replayed: true, Outcome: telemetry.OutcomeReplayed}
 		if r.Fingerprint != s.Fingerprint {
 			d.Action = actReplyCurrent
 		}
@@ -127,20 +128,20 @@ func decidePut(s putState) putDecision {
 		// answered 201; the current version holds what its command wrote:
 		// a replay, or (If-Match stale) a convergence.
 		case s.IfMatch != "" || s.Patch:
-			d := putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: framework.OutcomeReplayed}
+			d := putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: telemetry.OutcomeReplayed}
 			if s.IfMatch != "" && !etagMatches(s.IfMatch, r.ETag()) {
-				d.Outcome = framework.OutcomeConverged
+				d.Outcome = telemetry.OutcomeConverged
 			}
 			return d
 		// The body is still the creating one (a status change bumps the
 		// version, not the body): a retry of the create within the window
 		// is its replay, 201.
 		case r.Fingerprint == r.CreateFingerprint && s.Retention.InReplayWindow(r.CreatedAt, s.DBNow):
-			return putDecision{Action: actReply, Status: http.StatusCreated, Replayed: true, Outcome: framework.OutcomeReplayed}
+			return putDecision{Action: actReply, Status: http.StatusCreated, Replayed: true, Outcome: telemetry.OutcomeReplayed}
 		case s.Retention.InReplayWindow(r.UpdatedAt, s.DBNow):
-			return putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: framework.OutcomeReplayed}
+			return putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: telemetry.OutcomeReplayed}
 		default:
-			return putDecision{Action: actReply, Status: http.StatusOK, Outcome: framework.OutcomeConverged}
+			return putDecision{Action: actReply, Status: http.StatusOK, Outcome: telemetry.OutcomeConverged}
 		}
 	case s.Mode == CreateOnly:
 		return refuse(framework.Errorf(wire.CodeIdempotencyKeyReuse, "the resource exists with a different body and cannot be replaced"))
@@ -149,7 +150,7 @@ func decidePut(s putState) putDecision {
 	case s.Guard != nil:
 		return refuse(s.Guard)
 	}
-	return putDecision{Action: actReplace, Status: http.StatusOK, Outcome: framework.OutcomeExecuted}
+	return putDecision{Action: actReplace, Status: http.StatusOK, Outcome: telemetry.OutcomeExecuted}
 }
 
 func refuse(err error) putDecision { return putDecision{Action: actRefuse, Err: err} }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/wire"
 )
 
@@ -49,36 +50,36 @@ func TestDecidePut(t *testing.T) {
 		{"new ID: insert", putState{Fingerprint: fpA}, want{action: actInsert}},
 		{"new ID with If-Match: 412", putState{Fingerprint: fpA, IfMatch: `"1-aaaaaaaa"`}, want{action: actRefuse, code: wire.CodePreconditionFailed}},
 		{"same body within the window: 201 replay", putState{Fingerprint: fpA, Exists: true, Row: fresh},
-			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: framework.OutcomeReplayed}},
+			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: telemetry.OutcomeReplayed}},
 		{"same body after a status change, within the window: 201 replay", putState{Fingerprint: fpA, Exists: true,
 			Row: row(2, fpA, fpA, time.Minute, time.Second)},
-			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: framework.OutcomeReplayed}},
+			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: telemetry.OutcomeReplayed}},
 		{"same body after the window: 200 converged", putState{Fingerprint: fpA, Exists: true, Row: old},
-			want{action: actReply, status: http.StatusOK, outcome: framework.OutcomeConverged}},
+			want{action: actReply, status: http.StatusOK, outcome: telemetry.OutcomeConverged}},
 		{"replacing body again within the window: 200 replay", putState{Fingerprint: fpB, Exists: true, Row: replaced},
-			want{action: actReply, status: http.StatusOK, replayed: true, outcome: framework.OutcomeReplayed}},
+			want{action: actReply, status: http.StatusOK, replayed: true, outcome: telemetry.OutcomeReplayed}},
 		{"replacing body again after the window: 200 converged", putState{Fingerprint: fpB, Exists: true, Row: oldReplaced},
-			want{action: actReply, status: http.StatusOK, outcome: framework.OutcomeConverged}},
+			want{action: actReply, status: http.StatusOK, outcome: telemetry.OutcomeConverged}},
 		{"different body, unlocked read: take the lock", putState{Fingerprint: fpB, Exists: true, Row: fresh}, want{action: actLock}},
 		{"different body under the lock: replace", putState{Fingerprint: fpB, Exists: true, Row: fresh, Locked: true},
-			want{action: actReplace, status: http.StatusOK, outcome: framework.OutcomeExecuted}},
+			want{action: actReplace, status: http.StatusOK, outcome: telemetry.OutcomeExecuted}},
 		{"different body, current If-Match, locked: replace", putState{Fingerprint: fpB, IfMatch: `"0-x", ` + freshTag, Exists: true, Row: fresh, Locked: true},
-			want{action: actReplace, status: http.StatusOK, outcome: framework.OutcomeExecuted}},
+			want{action: actReplace, status: http.StatusOK, outcome: telemetry.OutcomeExecuted}},
 		{"If-Match: * on an existing row, locked: replace", putState{Fingerprint: fpB, IfMatch: "*", Exists: true, Row: fresh, Locked: true},
-			want{action: actReplace, status: http.StatusOK, outcome: framework.OutcomeExecuted}},
+			want{action: actReplace, status: http.StatusOK, outcome: telemetry.OutcomeExecuted}},
 		{"different body, stale If-Match: 412", putState{Fingerprint: fpC, IfMatch: freshTag, Exists: true, Row: replaced},
 			want{action: actRefuse, code: wire.CodePreconditionFailed}},
 		{"weak If-Match never matches: 412", putState{Fingerprint: fpB, IfMatch: "W/" + freshTag, Exists: true, Row: fresh},
 			want{action: actRefuse, code: wire.CodePreconditionFailed}},
 		{"same body, stale If-Match: 200 converged, nothing written", putState{Fingerprint: fpB, IfMatch: freshTag, Exists: true, Row: replaced},
-			want{action: actReply, status: http.StatusOK, replayed: true, outcome: framework.OutcomeConverged}},
+			want{action: actReply, status: http.StatusOK, replayed: true, outcome: telemetry.OutcomeConverged}},
 		{"creating body, current If-Match: 200, never 201", putState{Fingerprint: fpA, IfMatch: freshTag, Exists: true, Row: fresh},
-			want{action: actReply, status: http.StatusOK, replayed: true, outcome: framework.OutcomeReplayed}},
+			want{action: actReply, status: http.StatusOK, replayed: true, outcome: telemetry.OutcomeReplayed}},
 		{"PATCH of a new ID: 404", putState{Fingerprint: fpA, Patch: true}, want{action: actRefuse, code: wire.CodeNotFound}},
 		{"PATCH of an expired tombstone: 410, never a purge", putState{Fingerprint: fpA, Patch: true, Exists: true, Row: deleted(fresh, 31*24*time.Hour)},
 			want{action: actRefuse, code: wire.CodeResourceDeleted}},
 		{"PATCH whose result is the creating body: 200, never 201", putState{Fingerprint: fpA, Patch: true, Exists: true, Row: fresh, Locked: true},
-			want{action: actReply, status: http.StatusOK, replayed: true, outcome: framework.OutcomeReplayed}},
+			want{action: actReply, status: http.StatusOK, replayed: true, outcome: telemetry.OutcomeReplayed}},
 		{"PATCH with If-None-Match: * of a live row: 412, even when the result is the current state", putState{Fingerprint: fpA, Patch: true,
 			IfNoneMatchStar: true, Exists: true, Row: fresh, Locked: true}, want{action: actRefuse, code: wire.CodePreconditionFailed}},
 		{"PATCH with If-None-Match: * of a new ID: 404", putState{Patch: true, IfNoneMatchStar: true}, want{action: actRefuse, code: wire.CodeNotFound}},
@@ -88,9 +89,9 @@ func TestDecidePut(t *testing.T) {
 			IfMatch: freshTag, Exists: true, Row: reborn},
 			want{action: actRefuse, code: wire.CodePreconditionFailed}},
 		{"If-None-Match: * with the creating body: 201 replay", putState{Fingerprint: fpA, IfNoneMatchStar: true, Exists: true, Row: old},
-			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: framework.OutcomeReplayed}},
+			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: telemetry.OutcomeReplayed}},
 		{"If-None-Match: * with the creating body after a replace: 201 replay of the current row", putState{Fingerprint: fpA, IfNoneMatchStar: true, Exists: true, Row: replaced},
-			want{action: actReplyCurrent, status: http.StatusCreated, replayed: true, outcome: framework.OutcomeReplayed}},
+			want{action: actReplyCurrent, status: http.StatusCreated, replayed: true, outcome: telemetry.OutcomeReplayed}},
 		{"If-None-Match: * with the current but not the creating body: 412", putState{Fingerprint: fpB, IfNoneMatchStar: true, Exists: true, Row: replaced},
 			want{action: actRefuse, code: wire.CodePreconditionFailed}},
 		{"If-None-Match: * with another body: 412", putState{Fingerprint: fpC, IfNoneMatchStar: true, Exists: true, Row: fresh},
@@ -100,7 +101,7 @@ func TestDecidePut(t *testing.T) {
 		{"create-only, different body: 422", putState{Fingerprint: fpB, Mode: CreateOnly, Exists: true, Row: fresh},
 			want{action: actRefuse, code: wire.CodeIdempotencyKeyReuse}},
 		{"create-only, same body: 201 replay", putState{Fingerprint: fpA, Mode: CreateOnly, Exists: true, Row: fresh},
-			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: framework.OutcomeReplayed}},
+			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: telemetry.OutcomeReplayed}},
 		{"live tombstone: 410", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, time.Hour)},
 			want{action: actRefuse, code: wire.CodeResourceDeleted}},
 		{"live tombstone with If-None-Match: *: 410", putState{Fingerprint: fpA, IfNoneMatchStar: true, Exists: true, Row: deleted(fresh, time.Hour)},
@@ -108,13 +109,13 @@ func TestDecidePut(t *testing.T) {
 		{"expired tombstone: purge", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, 31*24*time.Hour)}, want{action: actPurge}},
 		{"same body, created just inside the window: 201 replay", putState{Fingerprint: fpA, Exists: true,
 			Row: row(1, fpA, fpA, ret.ReplayWindow-time.Microsecond, ret.ReplayWindow-time.Microsecond)},
-			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: framework.OutcomeReplayed}},
+			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: telemetry.OutcomeReplayed}},
 		{"same body, created a window ago: 200 converged", putState{Fingerprint: fpA, Exists: true,
 			Row: row(1, fpA, fpA, ret.ReplayWindow, ret.ReplayWindow)},
-			want{action: actReply, status: http.StatusOK, outcome: framework.OutcomeConverged}},
+			want{action: actReply, status: http.StatusOK, outcome: telemetry.OutcomeConverged}},
 		{"same body, created after the read (a concurrent create stamped later): 201 replay", putState{Fingerprint: fpA, Exists: true,
 			Row: row(1, fpA, fpA, -time.Second, -time.Second)},
-			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: framework.OutcomeReplayed}},
+			want{action: actReply, status: http.StatusCreated, replayed: true, outcome: telemetry.OutcomeReplayed}},
 		{"tombstone just inside the retention: 410", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, ret.TombstoneRetention-time.Microsecond)},
 			want{action: actRefuse, code: wire.CodeResourceDeleted}},
 		{"tombstone a retention ago: purge", putState{Fingerprint: fpA, Exists: true, Row: deleted(fresh, ret.TombstoneRetention)}, want{action: actPurge}},
@@ -182,15 +183,15 @@ func TestDecidePutConverges(t *testing.T) {
 					case state == "deleted":
 						want = putDecision{Action: actRefuse, Err: framework.ErrResourceDeleted}
 					case result == "equal" && ifMatch == "stale":
-						want = putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: framework.OutcomeConverged}
+						want = putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: telemetry.OutcomeConverged}
 					case result == "equal":
-						want = putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: framework.OutcomeReplayed}
+						want = putDecision{Action: actReply, Status: http.StatusOK, Replayed: true, Outcome: telemetry.OutcomeReplayed}
 					case ifMatch == "stale":
 						want = putDecision{Action: actRefuse, Err: framework.ErrPreconditionFailed}
 					case state == "locked":
 						want = putDecision{Action: actRefuse, Err: framework.ErrResourceLocked}
 					default:
-						want = putDecision{Action: actReplace, Status: http.StatusOK, Outcome: framework.OutcomeExecuted}
+						want = putDecision{Action: actReplace, Status: http.StatusOK, Outcome: telemetry.OutcomeExecuted}
 					}
 					got := decidePut(in)
 					if got.Action != want.Action || got.Status != want.Status || got.Replayed != want.Replayed ||

@@ -20,15 +20,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 
-	"github.com/retrysafe/retrysafe/framework"
 	"github.com/retrysafe/retrysafe/framework/outbox"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
 func TestTraceLogHandlerAddsTheTraceID(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	logger := slog.New(framework.TraceLogHandler(slog.NewJSONHandler(&buf, nil)))
+	logger := slog.New(telemetry.TraceLogHandler(slog.NewJSONHandler(&buf, nil)))
 	tp := sdktrace.NewTracerProvider()
 	ctx, span := tp.Tracer("test").Start(context.Background(), "request")
 	logger.InfoContext(ctx, "inside")
@@ -108,7 +108,7 @@ func TestTraceOfAPutCreate(t *testing.T) {
 			attrs[string(kv.Key)] = kv.Value.Emit()
 		}
 		want := map[string]string{"retrysafe.pattern": "put", "retrysafe.operation": "invoices",
-			"retrysafe.outcome": "executed", "retrysafe.key_sha256": framework.KeyHash(id.String()),
+			"retrysafe.outcome": "executed", "retrysafe.key_sha256": telemetry.KeyHash(id.String()),
 			"http.route": "/v1/invoices/:id", "url.path": "/v1/invoices/:id", "http.response.status_code": "201"}
 		for k, v := range want {
 			if attrs[k] != v {

@@ -29,5 +29,5 @@
 // [Recovery]) answers unknown routes, unknown methods and panics with
 // problem+json on any gin router; [TraceRequests] runs every request in an
 // OpenTelemetry server span (otelgin), to which the patterns add their
-// outcome (framework.TraceOutcome).
+// outcome (telemetry.TraceOutcome).
 package server

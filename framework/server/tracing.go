@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 
-	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
@@ -21,13 +21,14 @@ import (
 // context (traceparent) when it sends one. service names the server
 // (server.address). url.path holds the route, not the request's path:
 // a PUT's path holds the resource ID, the key its retries repeat, which
-// telemetry carries only as a hash ([AttrKeyHash]). A nil tp is the global provider
-// (otel.GetTracerProvider); the propagator is always W3C Trace Context,
-// not the global one, and otelgin's HTTP metrics go to the global meter
-// provider. The patterns add [AttrPattern], [AttrOperation],
-// [AttrOutcome] and [AttrKeyHash] to this span through [TraceOutcome];
-// their steps ([StartSpan]), the store's transactions and the SQL
-// statements (store.Config.TracerProvider) are its children. Mount it
+// telemetry carries only as a hash ([telemetry.AttrKeyHash]). A nil tp is
+// the global provider (otel.GetTracerProvider); the propagator is always
+// W3C Trace Context, not the global one, and otelgin's HTTP metrics go to
+// the global meter provider. The patterns add [telemetry.AttrPattern],
+// [telemetry.AttrOperation], [telemetry.AttrOutcome] and
+// [telemetry.AttrKeyHash] to this span through [telemetry.TraceOutcome];
+// their steps ([telemetry.StartSpan]), the store's transactions and the
+// SQL statements (store.Config.TracerProvider) are its children. Mount it
 // first.
 func TraceRequests(service string, tp trace.TracerProvider) gin.HandlerFunc {
 	if tp == nil {
@@ -43,7 +44,7 @@ func TraceRequests(service string, tp trace.TracerProvider) gin.HandlerFunc {
 // provider is a no-op one, without building the span's attributes or
 // recording otelgin's HTTP metrics. Mount it instead of TraceRequests
 // where nothing traces requests and nothing reads otelgin's metrics (the
-// framework's own are [framework.Metrics]); the store's spans, event
+// framework's own are [telemetry.Metrics]); the store's spans, event
 // headers and logs still carry the caller's trace.
 func PropagateTraceContext() gin.HandlerFunc {
 	var tc propagation.TraceContext
@@ -84,7 +85,7 @@ func (t routePathTracer) Start(ctx context.Context, name string, opts ...trace.S
 }
 
 // serverSpan is otelgin's server span of a request whose context is ctx:
-// when the client went away ([ClientGone]), the 5xx written to nobody does
+// when the client went away ([telemetry.ClientGone]), the 5xx written to nobody does
 // not mark the span as an error.
 type serverSpan struct {
 	trace.Span
@@ -92,7 +93,7 @@ type serverSpan struct {
 }
 
 func (s serverSpan) SetStatus(code codes.Code, description string) {
-	if code == codes.Error && framework.ClientGone(s.ctx) {
+	if code == codes.Error && telemetry.ClientGone(s.ctx) {
 		return
 	}
 	s.Span.SetStatus(code, description)

@@ -304,7 +304,7 @@ type RecordAuditParams struct {
 	Tenant    string
 	Operation string
 	// KeyHash is what the audit row keeps of the key: its SHA-256
-	// (framework.KeyHash), never the key.
+	// (telemetry.KeyHash), never the key.
 	KeyHash string
 	// Fence is the fence of the resolution's takeover.
 	Fence int64

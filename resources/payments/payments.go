@@ -19,6 +19,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 )
 
 // Operation is the name of payment creation in idempotency records,
@@ -243,8 +244,8 @@ func (p *Payments) load(ctx context.Context, run *postkeys.Run[Command]) (*payme
 // simply outlived) gets postkeys.ErrFenced there and never calls the
 // provider.
 func (p *Payments) charge(ctx context.Context, run *postkeys.Run[Command], row *paymentRow) (_ Charge, err error) {
-	ctx, span := framework.StartSpan(ctx, "payments.provider.charge")
-	defer func() { framework.EndSpan(span, err) }()
+	ctx, span := telemetry.StartSpan(ctx, "payments.provider.charge")
+	defer func() { telemetry.EndSpan(span, err) }()
 	if err := run.RenewFor(ctx, p.cfg.ProviderTimeout); err != nil {
 		return Charge{}, err
 	}

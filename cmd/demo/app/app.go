@@ -29,6 +29,7 @@ import (
 	_ "github.com/retrysafe/retrysafe/framework/store/storemysql"  // MariaDB (the MySQL family)
 	_ "github.com/retrysafe/retrysafe/framework/store/storepg"     // PostgreSQL
 	_ "github.com/retrysafe/retrysafe/framework/store/storesqlite" // SQLite
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/resources/orders"
 	"github.com/retrysafe/retrysafe/resources/payments"
 	"github.com/retrysafe/retrysafe/resources/payments/sandbox"
@@ -172,7 +173,7 @@ func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
 	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics, err := framework.NewMetrics(registry)
+	metrics, err := telemetry.NewMetrics(registry)
 	if err != nil {
 		return nil, err
 	}

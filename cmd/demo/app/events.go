@@ -18,6 +18,7 @@ import (
 	"github.com/retrysafe/retrysafe/framework/inbox"
 	"github.com/retrysafe/retrysafe/framework/outbox"
 	"github.com/retrysafe/retrysafe/framework/outbox/natsjs"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 	"github.com/retrysafe/retrysafe/resources/ledger"
 )
 
@@ -128,7 +129,7 @@ func (ev *Events) deliverInProcess(ctx context.Context, e outbox.Event) error {
 	ctx, span := ev.tracer.Start(ctx, "consume "+e.Type, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithLinks(trace.LinkFromContext(producer)))
 	err := ev.Ledger.Handle(ctx, e)
-	framework.EndSpan(span, err)
+	telemetry.EndSpan(span, err)
 	return err
 }
 

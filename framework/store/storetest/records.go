@@ -784,7 +784,7 @@ func recordsCountExpired(t *testing.T, c *recordsCase) {
 }
 
 // recordsAudit: the audit row keeps what it is given of the key, its
-// hash (the caller's, framework.KeyHash), stamped with the database
+// hash (the caller's, telemetry.KeyHash), stamped with the database
 // clock.
 func recordsAudit(t *testing.T, c *recordsCase) {
 	claim := c.insert("k")

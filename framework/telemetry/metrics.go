@@ -1,11 +1,10 @@
-package framework
+package telemetry
 
 import (
 	"context"
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/retrysafe/retrysafe/wire"
 )
 
 // Request outcomes counted by [Metrics.Requests].
@@ -38,7 +37,8 @@ type Metrics struct {
 
 // NewMetrics creates the collectors and registers them on reg, the
 // application's registry (prometheus.DefaultRegisterer, or one it serves
-// with promhttp.HandlerFor); pass the result as [EngineConfig.Metrics]. The
+// with promhttp.HandlerFor); pass the result as framework.EngineConfig's
+// Metrics. The
 // POST fallback registers its gauges on the same reg. A nil reg gets a
 // private registry, so that several engines in one process (tests) do not
 // collide. Collectors already registered on reg are reused.
@@ -83,22 +83,12 @@ func registerCounterVec(reg prometheus.Registerer, c *prometheus.CounterVec) (*p
 	return c, nil
 }
 
-// OutcomeOf names the outcome of a write that failed with err for
-// [Metrics.Requests]; ctx is the request's. A request whose client went
-// away ([ClientGone]) is [OutcomeClientGone], whatever err is.
-func OutcomeOf(ctx context.Context, err error) string {
-	if ClientGone(ctx) {
-		return OutcomeClientGone
-	}
-	switch ErrorFor(err).Code {
-	case wire.CodeRequestInProgress, wire.CodeOutcomePending:
-		return OutcomeInProgress
-	case wire.CodeIdempotencyKeyReuse:
-		return OutcomeKeyReuse
-	case wire.CodeIdempotencyKeyMissing:
-		return OutcomeMissingKey
-	case wire.CodeUnavailable, wire.CodeInternal:
-		return OutcomeError
-	}
-	return OutcomeRejected
+// ClientGone reports whether the request whose context is ctx was given up
+// by its client: the context was canceled (the connection closed, the
+// stream reset), not ended by the request's deadline (server.Deadline),
+// which stays 503 unavailable. Whatever the work failed with then, nobody
+// reads the answer: the failure is counted as [OutcomeClientGone] and
+// logged at Info, never as a server error.
+func ClientGone(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled)
 }

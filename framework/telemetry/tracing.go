@@ -1,7 +1,9 @@
-package framework
+package telemetry
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -20,7 +22,7 @@ const (
 	// that executed nothing and replayed nothing: 4xx, 409, 503).
 	AttrOutcome = attribute.Key("retrysafe.outcome")
 	// AttrKeyHash is the SHA-256 of the idempotency key (POST) or of the
-	// resource ID (PUT), never the raw value.
+	// resource ID (PUT) ([KeyHash]), never the raw value.
 	AttrKeyHash = attribute.Key("retrysafe.key_sha256")
 )
 
@@ -50,6 +52,15 @@ func TraceOutcome(ctx context.Context, pattern, operation, outcome, key string) 
 // no-op. End the span when the step ends.
 func StartSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	return trace.SpanFromContext(ctx).TracerProvider().Tracer(TracerName).Start(ctx, name, trace.WithAttributes(attrs...))
+}
+
+// KeyHash is the SHA-256 of an idempotency key's bytes in lowercase hex
+// (what `printf %s "$KEY" | sha256sum` prints, and the Go client logs as
+// key_sha256): what logs, spans, audit rows and the admin tool carry
+// instead of the raw key.
+func KeyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
 }
 
 // EndSpan records err (if any) on span and ends it.

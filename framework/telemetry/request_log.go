@@ -1,13 +1,25 @@
-package framework
+package telemetry
 
 import (
 	"context"
 	"log/slog"
 )
 
-// requestLevelHandler logs the Info records of the engine's logger at
-// level instead ([EngineConfig.RequestLogLevel]); records of every other
-// level pass as they are, so failures (Warn, Error) are always logged.
+// RequestLogHandler returns a handler that passes the Info records to h
+// at level instead: the events a request logs at Info (a resource write,
+// an idempotency record's transitions, a legacy route used) and the
+// janitor's summaries, so that slog.LevelDebug keeps them out of an Info
+// log under load (framework.EngineConfig's RequestLogLevel). Records of
+// every other level pass as they are, so failures (Warn, Error) are
+// always logged. At slog.LevelInfo it returns h.
+func RequestLogHandler(h slog.Handler, level slog.Level) slog.Handler {
+	if level == slog.LevelInfo {
+		return h
+	}
+	return requestLevelHandler{Handler: h, level: level}
+}
+
+// requestLevelHandler is [RequestLogHandler]'s.
 type requestLevelHandler struct {
 	slog.Handler
 	level slog.Level

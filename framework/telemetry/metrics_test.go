@@ -1,11 +1,11 @@
-package framework_test
+package telemetry_test
 
 import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/telemetry"
 )
 
 // TestMetricsOnTheUsersRegistry: two engines of one process on the
@@ -13,16 +13,16 @@ import (
 func TestMetricsOnTheUsersRegistry(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	a, err := framework.NewMetrics(reg)
+	a, err := telemetry.NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := framework.NewMetrics(reg)
+	b, err := telemetry.NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Requests.WithLabelValues("put", "notes", framework.OutcomeExecuted).Inc()
-	b.Requests.WithLabelValues("put", "notes", framework.OutcomeExecuted).Inc()
+	a.Requests.WithLabelValues("put", "notes", telemetry.OutcomeExecuted).Inc()
+	b.Requests.WithLabelValues("put", "notes", telemetry.OutcomeExecuted).Inc()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
