@@ -296,8 +296,8 @@ func FuzzBind(f *testing.F) {
 		if err != nil || !sameHostileCommand(again, cmd) {
 			t.Fatalf("Bind(%q) = %+v; respelled as %s it binds to %+v, %v", body, cmd, respelled, again, err)
 		}
-		fp := func(c hostileCommand) Fingerprint {
-			f, err := ComputeFingerprint(FingerprintInput{Tenant: "t", Operation: "op", Command: c})
+		fp := func(c hostileCommand) string {
+			f, err := computeFingerprint(fingerprintInput{Tenant: "t", Operation: "op", Command: c})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -192,13 +192,13 @@ func respell(raw []byte, rng *rand.Rand) ([]byte, error) {
 func TestFingerprintScope(t *testing.T) {
 	t.Parallel()
 	cmd := map[string]any{"amount": 4200, "currency": "usd"}
-	base := FingerprintInput{Tenant: "acme", Operation: "payments.create", Command: cmd}
-	fp := func(in FingerprintInput) string {
-		f, err := ComputeFingerprint(in)
+	base := fingerprintInput{Tenant: "acme", Operation: "payments.create", Command: cmd}
+	fp := func(in fingerprintInput) string {
+		f, err := computeFingerprint(in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return f.String()
+		return f
 	}
 	want := fp(base)
 	if !strings.HasPrefix(want, "v1:") || len(want) != 3+64 {
@@ -209,7 +209,7 @@ func TestFingerprintScope(t *testing.T) {
 	if fp(same) != want {
 		t.Fatalf("equal commands have different fingerprints")
 	}
-	for name, in := range map[string]FingerprintInput{
+	for name, in := range map[string]fingerprintInput{
 		"tenant":    {Tenant: "globex", Operation: base.Operation, Command: cmd},
 		"operation": {Tenant: "acme", Operation: "refunds.create", Command: cmd},
 		"path":      {Tenant: "acme", Operation: base.Operation, Command: cmd, PathParams: map[string]string{"id": "1"}},
@@ -241,10 +241,10 @@ func BenchmarkFingerprint(b *testing.B) {
 		Currency string `json:"currency"`
 		Items    []item `json:"items"`
 	}{"cus_1", "EUR", []item{{"sku_1", 2, "10.00"}, {"sku_2", 1, "5.50"}}}
-	in := FingerprintInput{Tenant: "acme", Operation: "orders", PathParams: map[string]string{"id": "0b9e7c1e-8a3f-4c2e-9d7a-2f1b3c4d5e6f"}, Command: cmd}
+	in := fingerprintInput{Tenant: "acme", Operation: "orders", PathParams: map[string]string{"id": "0b9e7c1e-8a3f-4c2e-9d7a-2f1b3c4d5e6f"}, Command: cmd}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ComputeFingerprint(in); err != nil {
+		if _, err := computeFingerprint(in); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -291,11 +291,11 @@ func TestSemanticHeaders(t *testing.T) {
 	h := http.Header{}
 	h.Set("api-version", "2026-01-01")
 	h.Set("Authorization", "Bearer secret")
-	got := SemanticHeaders(h, []string{"API-Version", "X-Tenant-Region"})
+	got := semanticHeaders(h, []string{"API-Version", "X-Tenant-Region"})
 	if len(got) != 1 || got["Api-Version"] != "2026-01-01" {
-		t.Fatalf("SemanticHeaders = %v", got)
+		t.Fatalf("semanticHeaders = %v", got)
 	}
-	if SemanticHeaders(h, []string{"X-None"}) != nil {
+	if semanticHeaders(h, []string{"X-None"}) != nil {
 		t.Fatal("no declared header present should give nil")
 	}
 }

@@ -17,10 +17,10 @@ import (
 // request look like a new one with the same hash.
 const FingerprintVersion = 1
 
-// FingerprintInput is what identifies one request: the validated command and
-// the context it applies to. Authorization, the idempotency key, trace and
-// request-ID headers are deliberately absent.
-type FingerprintInput struct {
+// fingerprintInput is what identifies one request: the validated command
+// and the context it applies to. Authorization, the idempotency key, trace
+// and request-ID headers are deliberately absent.
+type fingerprintInput struct {
 	Tenant    string
 	Operation string
 	// PathParams are the request's path parameters, e.g. {"id": "…"}.
@@ -35,25 +35,9 @@ type FingerprintInput struct {
 	Volatile []string
 }
 
-// Fingerprint is the SHA-256 of a request's canonical form, with the
-// algorithm version it was computed by.
-type Fingerprint struct {
-	Version int
-	Sum     [sha256.Size]byte
-}
-
-// String returns the stored form "v1:<64 hex digits>".
-func (f Fingerprint) String() string {
-	return "v" + strconv.Itoa(f.Version) + ":" + hex.EncodeToString(f.Sum[:])
-}
-
-// Short returns a 12-hex-digit prefix for logs.
-func (f Fingerprint) Short() string { return hex.EncodeToString(f.Sum[:6]) }
-
-// FingerprintPrefix returns the 12-hex-digit prefix ([Fingerprint.Short])
-// of a fingerprint in its stored form ("v1:<64 hex digits>"), what the
-// request logs of both patterns carry; a value of another form is
-// returned as it is.
+// FingerprintPrefix returns the 12-hex-digit prefix of a fingerprint in
+// its stored form ("v1:<64 hex digits>"), what the request logs of both
+// patterns carry; a value of another form is returned as it is.
 func FingerprintPrefix(stored string) string {
 	if _, sum, ok := strings.Cut(stored, ":"); ok && len(sum) >= 12 {
 		return sum[:12]
@@ -61,9 +45,9 @@ func FingerprintPrefix(stored string) string {
 	return stored
 }
 
-// SemanticHeaders picks the values of the named headers from h, keyed by
-// canonical name, for [FingerprintInput.Headers]; nil when none is set.
-func SemanticHeaders(h http.Header, names []string) map[string]string {
+// semanticHeaders picks the values of the named headers from h, keyed by
+// canonical name, for fingerprintInput.Headers; nil when none is set.
+func semanticHeaders(h http.Header, names []string) map[string]string {
 	var out map[string]string
 	for _, name := range names {
 		if v := h.Get(name); v != "" {
@@ -76,29 +60,22 @@ func SemanticHeaders(h http.Header, names []string) map[string]string {
 	return out
 }
 
-// ComputeFingerprint canonicalizes in and hashes it with SHA-256.
-func ComputeFingerprint(in FingerprintInput) (Fingerprint, error) {
-	fp, _, err := ComputeFingerprintJSON(in)
-	return fp, err
-}
-
-// ComputeFingerprintJSON is [ComputeFingerprint] that also returns the
-// command as json.Marshal wrote it (volatile fields included), so that a
-// caller that stores the command marshals it once.
+// computeFingerprint canonicalizes in and hashes it with SHA-256: the
+// request's fingerprint in its stored form, "v1:<64 hex digits>" (the
+// algorithm's version, [FingerprintVersion], and the hash).
 //
 // The hashed envelope is {"v":…,"tenant":…,"op":…,"path":{…},"headers":{…},
 // "command":<canonical command>}, exactly as json.Marshal writes that
 // struct (path and headers omitted when empty, map keys sorted); it is
 // written straight into one pooled buffer, with no second encoding.
-func ComputeFingerprintJSON(in FingerprintInput) (Fingerprint, []byte, error) {
-	raw, err := json.Marshal(in.Command)
+func computeFingerprint(in fingerprintInput) (string, error) {
+	command, err := json.Marshal(in.Command)
 	if err != nil {
-		return Fingerprint{}, nil, err
+		return "", err
 	}
-	command := raw
 	if len(in.Volatile) > 0 {
-		if command, err = dropPaths(raw, in.Volatile); err != nil {
-			return Fingerprint{}, nil, err
+		if command, err = dropPaths(command, in.Volatile); err != nil {
+			return "", err
 		}
 	}
 	bp := envelopePool.Get().(*[]byte)
@@ -117,11 +94,15 @@ func ComputeFingerprintJSON(in FingerprintInput) (Fingerprint, []byte, error) {
 	}
 	buf = append(buf, `,"command":`...)
 	if buf, err = appendCanonical(buf, command); err != nil {
-		return Fingerprint{}, nil, err
+		return "", err
 	}
 	buf = append(buf, '}')
+	sum := sha256.Sum256(buf)
+	// The stored form, written over the envelope, which is hashed.
+	buf = strconv.AppendInt(append(buf[:0], 'v'), FingerprintVersion, 10)
+	buf = hex.AppendEncode(append(buf, ':'), sum[:])
 	*bp = buf
-	return Fingerprint{Version: FingerprintVersion, Sum: sha256.Sum256(buf)}, raw, nil
+	return string(buf), nil
 }
 
 // envelopePool recycles the buffers fingerprints are written into.

@@ -45,7 +45,7 @@ func TestBindIntegerFieldsTakeEverySpelling(t *testing.T) {
 			`,"count":` + two + `,"amount":` + two + `,"lines":[{"qty":` + two + `,"packs":[` + two + `,1]}],"stock":{"a":` + two + `},"ratio":0.5}`
 	}
 	var first *intsCommand
-	var firstFP Fingerprint
+	var firstFP string
 	for _, sp := range []struct{ two, big string }{
 		{"2", "9223372036854775807"}, {"2.0", "9223372036854775807.000"}, {"2e0", "9.223372036854775807e18"},
 		{"0.2e1", "92233720368547758070e-1"}, {"200e-2", "9223372036854775807E0"}, {"2.00E+0", "9223372036854775807"},
@@ -58,7 +58,7 @@ func TestBindIntegerFieldsTakeEverySpelling(t *testing.T) {
 			cmd.Count != 2 || cmd.Amount != 2 || cmd.Lines[0].Qty != 2 || cmd.Lines[0].Packs[0] != 2 || cmd.Stock["a"] != 2 {
 			t.Fatalf("Bind with %s = %+v", sp.two, cmd)
 		}
-		fp, err := ComputeFingerprint(FingerprintInput{Tenant: "t", Operation: "op", Command: cmd})
+		fp, err := computeFingerprint(fingerprintInput{Tenant: "t", Operation: "op", Command: cmd})
 		if err != nil {
 			t.Fatal(err)
 		}

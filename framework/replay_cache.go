@@ -24,18 +24,17 @@ const MaxReplayCacheBody = 8 << 10
 // B/minReplayCost entries.
 const minReplayCost = 512
 
-// ReplayCache keeps, for a handler that binds a body and fingerprints the
-// command (a PUT, a legacy POST, a POST with a key), the bound command and
-// the fingerprint of a body that was already replayed, keyed by a SHA-256
-// of what the fingerprint is a function of: the tenant, the path
-// parameters, the semantic headers and the body's bytes (the operation is
-// the cache's own). [Bind] (the JSON checks, the decode, Default,
-// validation, Check, Normalize) and the fingerprint are functions of those
-// alone, so a retry of the same bytes finds what they would compute again;
-// only the decision on what the retry reads (row or record: state,
-// fingerprint, replay window) is made per request.
+// ReplayCache keeps, for the request front of an operation ([Front]),
+// the bound command and the fingerprint of a body that was already
+// replayed, keyed by a SHA-256 of what the fingerprint is a function of:
+// the tenant, the path parameters, the semantic headers and the body's
+// bytes (the operation is the cache's own). [Bind] (the JSON check, the
+// decode, Default, validation, Check, Normalize) and the fingerprint are
+// functions of those alone, so a retry of the same bytes finds what they
+// would compute again; only the decision on what the retry reads (row or
+// record: state, fingerprint, replay window) is made per request.
 //
-// The handler takes a kept command only to answer without a write (a
+// The front gives a kept command only to an answer without a write (a
 // replay, a convergence, a refusal); a retry whose row or record asks for
 // a write binds its body again, so that nothing a write does to its
 // command reaches the kept one, which every retry that finds it shares.
@@ -55,9 +54,6 @@ type ReplayCache[Cmd any] struct {
 	// budget is the most the entries may count; size what they count.
 	budget int64
 	size   atomic.Int64
-	// hits counts the requests answered from an entry; fallbacks those
-	// whose row or record asked for a write and bound their body again.
-	hits, fallbacks atomic.Int64
 }
 
 // ReplayEntry is one kept command and its fingerprint (in the stored
@@ -91,8 +87,15 @@ func NewReplayCache[Cmd any](budget int) *ReplayCache[Cmd] {
 	return rc
 }
 
-// hashers recycles the SHA-256 states the keys are computed with.
-var hashers = sync.Pool{New: func() any { return sha256.New() }}
+// keyer is what a key is computed with: a SHA-256 state and a buffer
+// for the parts before the body.
+type keyer struct {
+	h   hash.Hash
+	buf []byte
+}
+
+// keyers recycles the states keys are computed with.
+var keyers = sync.Pool{New: func() any { return &keyer{h: sha256.New(), buf: make([]byte, 0, 256)} }}
 
 // Key returns the key of a request whose path parameters are params (in
 // the route's order), or false when the cache is nil or the body longer
@@ -102,26 +105,30 @@ func (rc *ReplayCache[Cmd]) Key(tenant string, params []string, header http.Head
 	if rc == nil || len(body) > MaxReplayCacheBody {
 		return k, false
 	}
-	h := hashers.Get().(hash.Hash)
-	defer hashers.Put(h)
-	h.Reset()
-	var n [binary.MaxVarintLen64]byte
-	part := func(s []byte) {
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-		h.Write(s)
-	}
-	part([]byte(tenant))
-	h.Write(n[:binary.PutUvarint(n[:], uint64(len(params)))])
+	ky := keyers.Get().(*keyer)
+	defer keyers.Put(ky)
+	buf := appendPart(ky.buf[:0], tenant)
+	buf = binary.AppendUvarint(buf, uint64(len(params)))
 	for _, p := range params {
-		part([]byte(p))
+		buf = appendPart(buf, p)
 	}
-	// As SemanticHeaders reads them: the first value, "" when absent.
+	// As the fingerprint reads them: the first value, "" when absent.
 	for _, name := range semantic {
-		part([]byte(header.Get(name)))
+		buf = appendPart(buf, header.Get(name))
 	}
-	part(body)
-	h.Sum(k[:0])
+	buf = binary.AppendUvarint(buf, uint64(len(body)))
+	ky.h.Reset()
+	ky.h.Write(buf)
+	ky.h.Write(body)
+	// The sum goes to the pooled buffer: a slice of k would escape.
+	ky.buf = ky.h.Sum(buf[:0])
+	copy(k[:], ky.buf)
 	return k, true
+}
+
+// appendPart appends s with its length before it.
+func appendPart(dst []byte, s string) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(s))), s...)
 }
 
 // Get returns the entry of k.
@@ -145,29 +152,4 @@ func (rc *ReplayCache[Cmd]) Add(k ReplayKey, body []byte, e *ReplayEntry[Cmd]) {
 			return
 		}
 	}
-}
-
-// Answered counts a request answered from an entry; Rebound one whose
-// entry was found but whose row or record asked for a write.
-func (rc *ReplayCache[Cmd]) Answered() { rc.hits.Add(1) }
-
-// Rebound: see [ReplayCache.Answered].
-func (rc *ReplayCache[Cmd]) Rebound() { rc.fallbacks.Add(1) }
-
-// Stats reports how many entries rc holds, and how many requests it
-// answered and sent back to the bind since it was made. Size reports what
-// its entries count against its budget.
-func (rc *ReplayCache[Cmd]) Stats() (entries int, answered, rebound int64) {
-	if rc == nil {
-		return 0, 0, 0
-	}
-	return rc.entries.Len(), rc.hits.Load(), rc.fallbacks.Load()
-}
-
-// Size: see [ReplayCache.Stats].
-func (rc *ReplayCache[Cmd]) Size() int64 {
-	if rc == nil {
-		return 0
-	}
-	return rc.size.Load()
 }

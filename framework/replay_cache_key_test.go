@@ -87,18 +87,18 @@ func TestReplayCacheKeepsToItsBudget(t *testing.T) {
 	for i := range 4 {
 		rc.Add(key(i), body(1000), &ReplayEntry[int]{Command: i})
 	}
-	if n, _, _ := rc.Stats(); n != 4 || rc.Size() != 4000 {
-		t.Fatalf("%d entries counting %d, want 4 counting 4000", n, rc.Size())
+	if n := rc.entries.Len(); n != 4 || rc.size.Load() != 4000 {
+		t.Fatalf("%d entries counting %d, want 4 counting 4000", n, rc.size.Load())
 	}
 	rc.Add(key(0), body(1000), &ReplayEntry[int]{Command: 99})
-	if e, _ := rc.Get(key(0)); e.Command != 0 || rc.Size() != 4000 {
-		t.Fatalf("a second Add of a kept key replaced it (%d) or counted again (%d)", e.Command, rc.Size())
+	if e, _ := rc.Get(key(0)); e.Command != 0 || rc.size.Load() != 4000 {
+		t.Fatalf("a second Add of a kept key replaced it (%d) or counted again (%d)", e.Command, rc.size.Load())
 	}
 	// key(0) is now the most recent: key(1) makes room for 2000 bytes,
 	// then key(2).
 	rc.Add(key(4), body(2000), &ReplayEntry[int]{Command: 4})
-	if rc.Size() > 4096 {
-		t.Fatalf("the entries count %d, over the budget", rc.Size())
+	if rc.size.Load() > 4096 {
+		t.Fatalf("the entries count %d, over the budget", rc.size.Load())
 	}
 	for i, want := range []bool{true, false, false, true, true} {
 		if _, ok := rc.Get(key(i)); ok != want {
@@ -111,7 +111,7 @@ func TestReplayCacheKeepsToItsBudget(t *testing.T) {
 		t.Fatalf("a 1-byte body's entry: kept %v, cost %v", ok, e)
 	}
 	rc.Add(key(6), body(5000), &ReplayEntry[int]{Command: 6})
-	if _, ok := rc.Get(key(6)); ok || rc.Size() > 4096 {
-		t.Fatalf("a body above the budget was kept (size %d)", rc.Size())
+	if _, ok := rc.Get(key(6)); ok || rc.size.Load() > 4096 {
+		t.Fatalf("a body above the budget was kept (size %d)", rc.size.Load())
 	}
 }

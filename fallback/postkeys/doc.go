@@ -27,12 +27,13 @@
 // Every request is checked in this order, and nothing is stored until the
 // last step: authentication (before any replay), the key
 // (framework.IdempotencyKey: Idempotency-Key or X-Idempotency-Key, 400 when
-// missing where [KeyRequired] or invalid), the body (framework.Bind: 400
-// malformed_json / validation_failed), the fingerprint
-// (framework.ComputeFingerprint of tenant, operation, path parameters,
-// semantic headers and the validated command), then the claim: one INSERT …
-// ON CONFLICT statement on the record's primary key (tenant, operation,
-// key); a record past its expires_at is reclaimed by one statement too.
+// missing where [KeyRequired] or invalid), the body (framework.Bind, through
+// the operation's request front, framework.Front: 400 malformed_json /
+// validation_failed), the fingerprint (of tenant, operation, path
+// parameters, semantic headers and the validated command), then the
+// claim: one INSERT … ON CONFLICT statement on the record's primary key
+// (tenant, operation, key); a record past its expires_at is reclaimed by
+// one statement too.
 // The body and fingerprint steps are done once per body: a retry that
 // repeats the bytes of one already replayed takes its command and
 // fingerprint from a cache ([Config.ReplayCache]) and is answered when its

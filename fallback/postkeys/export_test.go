@@ -5,9 +5,3 @@ import "github.com/retrysafe/retrysafe/framework/store"
 // WrapRecords replaces the record statements a runs by wrap of them (a
 // test's spy on them).
 func WrapRecords(a *Adapter, wrap func(store.Records) store.Records) { a.records = wrap(a.records) }
-
-// ReplayCacheStats is the replay cache's [framework.ReplayCache.Stats] of
-// the operation named op.
-func ReplayCacheStats(a *Adapter, op string) (entries int, answered, rebound int64) {
-	return a.operation(op).replays.Stats()
-}

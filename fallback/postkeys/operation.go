@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework"
@@ -187,17 +186,12 @@ type operation struct {
 	name       string
 	mode       Mode
 	keyPolicy  KeyPolicy
-	semantic   []string
-	volatile   []string
 	rejections map[wire.Code]bool
 	problems   []wire.Code
-	bind       func(body []byte) (any, error)
 	execute    func(ctx context.Context, tx *gorm.DB, at *attempt) (Response, error)
 	run        func(ctx context.Context, at *attempt) (Response, error)
 	reconcile  func(ctx context.Context, at *attempt) (Response, error)
 	render     func(ctx context.Context, db *gorm.DB, rec store.RecordRow) ([]byte, error)
-	// replays keeps the commands of bodies already replayed.
-	replays *framework.ReplayCache[any]
 	// claimInFirstPhase: Operation.ClaimInFirstPhase.
 	claimInFirstPhase bool
 }
@@ -226,14 +220,13 @@ func (op *operation) isRejection(err error) bool {
 type Endpoint[Cmd any] struct {
 	a  *Adapter
 	op *operation
+	// front reads, binds and fingerprints its requests, with the cache of
+	// the commands of bodies already replayed.
+	front *framework.Front[Cmd]
 }
 
 // Name returns the operation's name.
 func (e *Endpoint[Cmd]) Name() string { return e.op.name }
-
-// Handle is the gin handler of the operation. Mount it on a group that
-// runs [server.RequireAuth]: g.POST("/transfers", ep.Handle).
-func (e *Endpoint[Cmd]) Handle(c *gin.Context) { e.a.serve(c, e.op) }
 
 // Register validates op and adds it to the adapter: its handler serves
 // requests and the recovery worker knows its records. Bad declarations fail
@@ -281,10 +274,7 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 	}
 	in := &operation{
 		name: op.Name, mode: op.Mode, keyPolicy: op.KeyPolicy,
-		semantic: append([]string(nil), op.SemanticHeaders...), volatile: append([]string(nil), op.Volatile...),
 		rejections: rejections, problems: append([]wire.Code(nil), op.Problems...), render: op.RenderFunc, claimInFirstPhase: op.ClaimInFirstPhase,
-		bind:    func(body []byte) (any, error) { return framework.Bind[Cmd](a.engine.Binder(), body) },
-		replays: framework.NewReplayCache[any](a.cfg.ReplayCache),
 	}
 	if fn := op.ExecuteFunc; fn != nil {
 		in.execute = func(ctx context.Context, tx *gorm.DB, at *attempt) (Response, error) {
@@ -302,7 +292,9 @@ func Register[Cmd any](a *Adapter, op Operation[Cmd]) (*Endpoint[Cmd], error) {
 	if err := a.add(in); err != nil {
 		return nil, err
 	}
-	return &Endpoint[Cmd]{a: a, op: in}, nil
+	front := framework.NewFront[Cmd](a.engine.Binder(), framework.FrontConfig{Operation: op.Name,
+		SemanticHeaders: op.SemanticHeaders, Volatile: op.Volatile, ReplayCache: a.cfg.ReplayCache})
+	return &Endpoint[Cmd]{a: a, op: in, front: front}, nil
 }
 
 // requestLevel reports whether code is a generic code that judges the

@@ -39,13 +39,45 @@ func (a *Adapter) fail(c *gin.Context, op *operation, err error) {
 	a.engine.WriteFailure(c.Writer, c.Request, "post", op.name, key, err)
 }
 
-// serve is the whole HTTP flow of an operation: key, bind, fingerprint,
-// then the record, then the reply. Authentication ran before (RequireAuth).
-func (a *Adapter) serve(c *gin.Context, op *operation) {
+// Handle is the gin handler of the operation. Mount it on a group that
+// runs [server.RequireAuth]: g.POST("/transfers", ep.Handle).
+//
+// The whole HTTP flow of an operation: the key, then the request front
+// (the body bound and fingerprinted, or a kept command for a retry of
+// bytes already replayed: [framework.Front.Serve]), then the record, then
+// the reply.
+func (e *Endpoint[Cmd]) Handle(c *gin.Context) {
+	req, ok := e.a.begin(c, e.op)
+	if !ok {
+		return
+	}
+	reply := func(cmd Cmd, fingerprint string) bool { return req.reply(cmd, fingerprint) }
+	run := func(cmd Cmd, fingerprint string) bool { return req.run(cmd, fingerprint) }
+	if err := e.front.Serve(c.Request, req.target, reply, run); err != nil {
+		e.a.fail(c, e.op, err)
+	}
+}
+
+// request is one request of an operation, as the request front hands its
+// command and fingerprint on.
+type request struct {
+	a       *Adapter
+	c       *gin.Context
+	op      *operation
+	id      store.RecordKey
+	present bool // the request has a key
+	params  map[string]string
+	start   time.Time
+	target  framework.Target
+}
+
+// begin reads the tenant and the key of a request, or answers it and
+// reports false.
+func (a *Adapter) begin(c *gin.Context, op *operation) (request, bool) {
 	start := time.Now()
 	tenant, ok := server.Tenant(c, a.logger)
 	if !ok {
-		return
+		return request{}, false
 	}
 	key, present, err := framework.IdempotencyKey(c.Request.Header)
 	if err == nil && !present && op.keyPolicy == KeyRequired {
@@ -53,84 +85,62 @@ func (a *Adapter) serve(c *gin.Context, op *operation) {
 	}
 	if err != nil {
 		a.fail(c, op, err)
-		return
+		return request{}, false
 	}
 	if present {
 		c.Writer.Header().Set(wire.HeaderIdempotencyKey, key)
 	}
-	body, err := a.engine.Binder().ReadBody(c.Request)
-	if err != nil {
-		a.fail(c, op, err)
-		return
-	}
 	params := make(map[string]string, len(c.Params))
-	values := make([]string, 0, 2*len(c.Params))
 	for _, p := range c.Params {
 		params[p.Key] = p.Value
-		values = append(values, p.Key, p.Value)
 	}
-	ctx := c.Request.Context()
+	return request{a: a, c: c, op: op, id: store.RecordKey{Tenant: tenant, Operation: op.name, Key: key}, present: present, params: params, start: start,
+		target: framework.Target{Tenant: tenant, PathParams: params, Header: c.Request.Header, Replayable: present}}, true
+}
+
+// reply answers a retry of bytes already replayed from its key's record
+// when that is a completed one of this request, and reports whether it
+// did.
+func (r *request) reply(cmd any, fingerprint string) bool {
+	ctx := r.c.Request.Context()
+	at := r.a.newAttempt(r.c, r.op, r.id, fingerprint, cmd, r.params, r.start)
+	out, replayed, err := r.a.replayFromReplica(ctx, r.op, at)
+	if err == nil && !replayed {
+		out, replayed, err = r.a.replayCompleted(ctx, r.op, at)
+	}
+	if err == nil && !replayed {
+		return false
+	}
+	r.a.answer(r.c, r.op, r.id.Key, out, err)
+	return true
+}
+
+// run serves the request, its record first, answers it and reports
+// whether the answer replays an earlier execution.
+func (r *request) run(cmd any, fingerprint string) bool {
+	a, op, ctx := r.a, r.op, r.c.Request.Context()
+	at := a.newAttempt(r.c, op, r.id, fingerprint, cmd, r.params, r.start)
+	at.recorded = r.present
 	var (
 		out      outcome
 		replayed bool
+		err      error
 	)
-	// A retry of bytes already replayed: answered from the record when it
-	// is a completed one of this request, else bound again below.
-	var ck framework.ReplayKey
-	cacheable := false
-	if present {
-		ck, cacheable = op.replays.Key(tenant, values, c.Request.Header, op.semantic, body)
-	}
-	if cacheable {
-		if e, ok := op.replays.Get(ck); ok {
-			at := a.newAttempt(c, op, store.RecordKey{Tenant: tenant, Operation: op.name, Key: key}, e.Fingerprint, e.Command, params, start)
-			if out, replayed, err = a.replayFromReplica(ctx, op, at); err == nil && !replayed {
-				out, replayed, err = a.replayCompleted(ctx, op, at)
-			}
-			if err == nil && !replayed {
-				op.replays.Rebound()
-			} else {
-				op.replays.Answered()
-				a.answer(c, op, key, out, err)
-				return
-			}
-		}
-	}
-	cmd, err := op.bind(body)
-	if err != nil {
-		a.fail(c, op, err)
-		return
-	}
-	fp, err := framework.ComputeFingerprint(framework.FingerprintInput{Tenant: tenant, Operation: op.name,
-		PathParams: params, Headers: framework.SemanticHeaders(c.Request.Header, op.semantic),
-		Command: cmd, Volatile: op.volatile})
-	if err != nil {
-		a.fail(c, op, err)
-		return
-	}
-	at := a.newAttempt(c, op, store.RecordKey{Tenant: tenant, Operation: op.name, Key: key}, fp.String(), cmd, params, start)
-	at.recorded = present
-	if present {
+	if r.present {
 		out, replayed, err = a.replayFromReplica(ctx, op, at)
 	}
 	switch {
 	case err != nil || replayed:
-	case !present:
+	case !r.present:
 		at.seed = uuid.NewString()
 		out, err = a.serveUnrecorded(ctx, op, at)
 	case op.mode == Local:
-		out, err = a.serveLocal(ctx, op, at, fp.Version)
+		out, err = a.serveLocal(ctx, op, at, framework.FingerprintVersion)
 	default:
-		out, err = a.servePhased(ctx, op, at, fp.Version)
+		out, err = a.servePhased(ctx, op, at, framework.FingerprintVersion)
 	}
-	if err == nil && cacheable && out.replayed {
-		// The command a replay used is untouched, but keep one bound for
-		// the cache, as after any path.
-		if cmd, err := op.bind(body); err == nil {
-			op.replays.Add(ck, body, &framework.ReplayEntry[any]{Command: cmd, Fingerprint: at.fingerprint})
-		}
-	}
-	a.answer(c, op, key, out, err)
+	a.answer(r.c, op, r.id.Key, out, err)
+	return err == nil && out.replayed
 }
 
 // newAttempt is the attempt of a request with the key of id, whose

@@ -171,9 +171,9 @@ type Collection[Cmd, Model any] struct {
 	// updateColumns are the columns a replace writes: all but the key,
 	// created_at, create_fingerprint and deleted_at.
 	updateColumns []string
-	// replays is the HTTP handlers' cache of replayed commands; nil when
-	// Resource.ReplayCache is negative.
-	replays *framework.ReplayCache[Cmd]
+	// front reads, binds and fingerprints the PUTs of the HTTP handlers
+	// (with the cache of replayed commands), and fingerprints every PUT.
+	front *framework.Front[Cmd]
 	// renders keeps the representations of the row versions replayed
 	// ([Collection.renderVersion]), with a budget of the same size; nil when
 	// Resource.ReplayCache is negative.
@@ -235,7 +235,9 @@ func New[Cmd, Model any](e *framework.Engine, r Resource[Cmd, Model]) (*Collecti
 	if r.Rows == nil {
 		r.Rows = NewRowStore(e.DB().Driver)
 	}
-	c := &Collection[Cmd, Model]{engine: e, res: r, rows: r.Rows, replays: framework.NewReplayCache[Cmd](r.ReplayCache),
+	c := &Collection[Cmd, Model]{engine: e, res: r, rows: r.Rows,
+		front: framework.NewFront[Cmd](e.Binder(), framework.FrontConfig{Operation: r.Name, SemanticHeaders: r.SemanticHeaders,
+			Volatile: r.Volatile, ReplayCache: r.ReplayCache}),
 		renders: framework.NewReplayCache[[]byte](r.ReplayCache)}
 	if d, ok := e.DB().Driver.(store.InsertsFirst); ok && !r.ReadFirst {
 		c.first.enabled = d.InsertsFirst()
@@ -334,15 +336,12 @@ func (c *Collection[Cmd, Model]) prepare(req *PutRequest[Cmd]) (put[Model], erro
 	if req.ID == uuid.Nil {
 		return put[Model]{}, framework.Errorf(wire.CodeInvalidResourceID, "the resource ID must be a non-nil UUID")
 	}
-	fp, err := framework.ComputeFingerprint(framework.FingerprintInput{
-		Tenant: req.Tenant, Operation: c.res.Name,
-		PathParams: map[string]string{"id": req.ID.String()},
-		Headers:    framework.SemanticHeaders(req.Header, c.res.SemanticHeaders), Command: req.Command, Volatile: c.res.Volatile,
-	})
+	fp, err := c.front.Fingerprint(framework.Target{Tenant: req.Tenant, PathParams: map[string]string{"id": req.ID.String()},
+		Header: req.Header}, req.Command)
 	if err != nil {
 		return put[Model]{}, err
 	}
-	return c.prepared(req, fp.String()), nil
+	return c.prepared(req, fp), nil
 }
 
 // prepared is the PUT of req, whose fingerprint is known.
@@ -778,27 +777,6 @@ func uniqueProblem(err error) error {
 			Fields: []wire.FieldError{{Field: "", Reason: "no NUL characters"}}, Err: err}
 	}
 	return err
-}
-
-// containsNUL reports whether a JSON body holds the escape \u0000 in a
-// string (a NUL character, which PostgreSQL text cannot store): an escape
-// is one preceded by an odd number of backslashes.
-func containsNUL(body []byte) bool {
-	for i := 0; ; {
-		j := bytes.Index(body[i:], []byte(`u0000`))
-		if j < 0 {
-			return false
-		}
-		j += i
-		n := 0
-		for k := j - 1; k >= 0 && body[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 1 {
-			return true
-		}
-		i = j + 1
-	}
 }
 
 // namesVersion reports whether an If-Match field value names a version of

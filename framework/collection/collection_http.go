@@ -91,61 +91,41 @@ func (c *Collection[Cmd, Model]) target(g *gin.Context, pattern string) (string,
 	return tenant, id, true
 }
 
-// serveCreate binds the body into req.Command, runs the PUT and writes the
-// reply. The legacy POST route shares it, with its key echoed. A retry
-// of bytes already replayed takes its command from the replay cache
-// ([Resource.ReplayCache]).
+// serveCreate serves a PUT of req (its command not yet read) through the
+// collection's request front ([framework.Front]) and writes the reply. The
+// legacy POST route shares it, with its key echoed. A retry of bytes
+// already replayed takes its command from the front's replay cache
+// ([Resource.ReplayCache]) and is answered without a write when its row
+// asks for none.
 func (c *Collection[Cmd, Model]) serveCreate(g *gin.Context, pattern string, start time.Time, req PutRequest[Cmd], key string) {
-	body, err := c.engine.Binder().ReadBody(g.Request)
+	ctx := g.Request.Context()
+	target := framework.Target{Tenant: req.Tenant, PathParams: map[string]string{"id": req.ID.String()}, Header: req.Header, Replayable: true}
+	reply := func(cmd Cmd, fingerprint string) bool {
+		req.Command = cmd
+		p := c.prepared(&req, fingerprint)
+		res, answered, err := c.put(ctx, &p, true)
+		if answered {
+			c.answer(g, pattern, start, req, res, key, err)
+		}
+		return answered
+	}
+	run := func(cmd Cmd, fingerprint string) bool {
+		req.Command = cmd
+		p := c.prepared(&req, fingerprint)
+		res, _, err := c.put(ctx, &p, false)
+		c.answer(g, pattern, start, req, res, key, err)
+		return err == nil && (res.Outcome == telemetry.OutcomeReplayed || res.Outcome == telemetry.OutcomeConverged)
+	}
+	if err := c.front.Serve(g.Request, target, reply, run); err != nil {
+		c.fail(g, pattern, err)
+	}
+}
+
+// answer writes the reply of a PUT, or its failure.
+func (c *Collection[Cmd, Model]) answer(g *gin.Context, pattern string, start time.Time, req PutRequest[Cmd], res Result, key string, err error) {
 	if err != nil {
 		c.fail(g, pattern, err)
 		return
-	}
-	var ck framework.ReplayKey
-	cacheable := false
-	if req.ID != uuid.Nil {
-		ck, cacheable = c.replays.Key(req.Tenant, []string{req.ID.String()}, req.Header, c.res.SemanticHeaders, body)
-	}
-	if cacheable {
-		if e, ok := c.replays.Get(ck); ok {
-			req.Command = e.Command
-			p := c.prepared(&req, e.Fingerprint)
-			res, answered, err := c.put(g.Request.Context(), &p, true)
-			if answered {
-				c.replays.Answered()
-				if err != nil {
-					c.fail(g, pattern, err)
-					return
-				}
-				c.written(g, pattern, start, req.Tenant, req.ID, res, key)
-				return
-			}
-			// The row asks for a write: bind afresh, so that the write
-			// never touches the kept command.
-			c.replays.Rebound()
-		}
-	}
-	if req.Command, err = framework.Bind[Cmd](c.engine.Binder(), body); err != nil {
-		c.fail(g, pattern, err)
-		return
-	}
-	if containsNUL(body) {
-		c.fail(g, pattern, &framework.Error{Code: wire.CodeValidationFailed, Detail: "a text value holds a NUL character, which cannot be stored",
-			Fields: []wire.FieldError{{Field: "", Reason: "no NUL characters"}}})
-		return
-	}
-	res, err := c.Put(g.Request.Context(), req)
-	if err != nil {
-		c.fail(g, pattern, err)
-		return
-	}
-	if cacheable && (res.Outcome == telemetry.OutcomeReplayed || res.Outcome == telemetry.OutcomeConverged) {
-		// req.Command may hold what a write did to it (the INSERT … ON
-		// CONFLICT path after a lost race inserts child rows): keep a
-		// command bound for the cache.
-		if cmd, err := framework.Bind[Cmd](c.engine.Binder(), body); err == nil {
-			c.replays.Add(ck, body, &framework.ReplayEntry[Cmd]{Command: cmd, Fingerprint: res.Fingerprint})
-		}
 	}
 	c.written(g, pattern, start, req.Tenant, req.ID, res, key)
 }

@@ -1,10 +1,5 @@
 package collection
 
-// ReplayCacheStats is c's replay cache's [framework.ReplayCache.Stats].
-func ReplayCacheStats[Cmd, Model any](c *Collection[Cmd, Model]) (entries int, answered, rebound int64) {
-	return c.replays.Stats()
-}
-
 // InsertFirstCounts reports how many of c's PUTs created by inserting
 // first, and how many found the ID taken when they did.
 func InsertFirstCounts[Cmd, Model any](c *Collection[Cmd, Model]) (inserted, conflicts int64) {

@@ -216,20 +216,3 @@ func TestDefaultRepresentation(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 }
-
-func TestContainsNUL(t *testing.T) {
-	t.Parallel()
-	for body, want := range map[string]bool{
-		`{"a":"x\u0000"}`:     true,
-		`{"a":"\\\u0000"}`:    true,
-		`{"a":"\\u0000"}`:     false, // a backslash, then the text u0000
-		`{"a":"u0000"}`:       false,
-		`{"a":"\u00000"}`:     true,
-		`{"a":"\\\\u0000"}`:   false,
-		`{"a":"ok","b":"\\"}`: false,
-	} {
-		if got := containsNUL([]byte(body)); got != want {
-			t.Errorf("containsNUL(%s) = %t, want %t", body, got, want)
-		}
-	}
-}

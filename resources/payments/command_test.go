@@ -23,6 +23,7 @@ func TestBindNormalizesOneCommand(t *testing.T) {
 	t.Parallel()
 	b := binder(t)
 	want := Command{Amount: 4200, Currency: "usd", Customer: "cus_8812", Description: "Order 1042", PaymentMethod: MethodCardVisa}
+	front := framework.NewFront[Command](b, framework.FrontConfig{Operation: Operation})
 	var fps []string
 	for _, body := range []string{
 		`{"amount":4200,"currency":"usd","customer":"cus_8812","description":"Order 1042","payment_method":"pm_card_visa"}`,
@@ -37,11 +38,11 @@ func TestBindNormalizesOneCommand(t *testing.T) {
 		if cmd != want {
 			t.Fatalf("%s: bound %+v, want %+v", body, cmd, want)
 		}
-		fp, err := framework.ComputeFingerprint(framework.FingerprintInput{Tenant: "acme", Operation: Operation, Command: cmd})
+		fp, err := front.Fingerprint(framework.Target{Tenant: "acme"}, cmd)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fps = append(fps, fp.String())
+		fps = append(fps, fp)
 	}
 	for _, fp := range fps[1:] {
 		if fp != fps[0] {
