@@ -10,7 +10,7 @@ import (
 
 // RouteDescription describes one mounted route for machine-readable API
 // descriptions: package framework/openapi turns a list of them into an
-// OpenAPI document. Collections ([Collection.Describe]), the legacy POST
+// OpenAPI document. Collections (collection.Collection.Describe), the legacy POST
 // route, POST fallback operations and resources' own routes return them,
 // so that a generator never reaches into their internals.
 type RouteDescription struct {
@@ -49,7 +49,7 @@ type RouteDescription struct {
 	// Responses are the success (and other non-problem) answers.
 	Responses []ResponseDescription
 	// Problems are the problem codes the route may answer with; their
-	// statuses come from [Code.Status].
+	// statuses come from the code registry ([Codes]).
 	Problems []wire.Code
 	// ProblemHeaders are headers that every problem answer of the route
 	// carries as well (the legacy route's Deprecation and Link).
@@ -121,7 +121,7 @@ func WriteProblems() []wire.Code {
 // DescribeGet describes a plain authenticated GET of one JSON document of
 // type body (a resource's own read route), with ETag when etag is set.
 // A route with path parameters may answer 400 invalid_resource_id: text
-// a database cannot store is refused there ([StorableText]).
+// a database cannot store is refused there (server.StorableText).
 func DescribeGet(path, operationID, summary string, body reflect.Type, params ...ParamDescription) RouteDescription {
 	problems := ReadProblems()
 	if len(params) > 0 {

@@ -21,8 +21,8 @@ var (
 )
 
 // ErrRequestDeadline is the cause ([context.Cause]) of a request context
-// whose deadline ([Deadline], and the contexts [Detach] derives from it)
-// expired, so that an error built from it says which deadline ran out.
+// whose deadline (server.Deadline, and the contexts server.Detach derives
+// from it) expired, so that an error built from it says which deadline ran out.
 // errors.Is(ErrRequestDeadline, context.DeadlineExceeded) holds.
 var ErrRequestDeadline error = requestDeadline{}
 

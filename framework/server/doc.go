@@ -29,5 +29,11 @@
 // [Recovery]) answers unknown routes, unknown methods and panics with
 // problem+json on any gin router; [TraceRequests] runs every request in an
 // OpenTelemetry server span (otelgin), to which the patterns add their
-// outcome (telemetry.TraceOutcome).
+// outcome (telemetry.TraceOutcome). [PropagateTraceContext] continues the
+// caller's trace without a span.
+//
+// The metrics, the patterns' spans and the request log's level are
+// package framework/telemetry: the engine of package framework holds the
+// metrics and counts every write into them, and this package imports
+// framework for its problems, so they live below both.
 package server
