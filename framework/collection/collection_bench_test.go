@@ -77,3 +77,25 @@ func BenchmarkCollectionPutReplay(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCollectionGet measures Collection.Get of a resource with child
+// rows: one snapshot read of the row and its lines.
+func BenchmarkCollectionGet(b *testing.B) {
+	for _, dialect := range testdb.Dialects() {
+		b.Run(dialect, func(b *testing.B) {
+			col := benchCollection(b, dialect)
+			ctx := context.Background()
+			req := collection.PutRequest[InvoiceCommand]{Tenant: "t1", ID: uuid.New(), Command: benchCommand, Header: http.Header{}}
+			if _, err := col.Put(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := col.Get(ctx, req.Tenant, req.ID)
+				if err != nil || res.Status != http.StatusOK {
+					b.Fatalf("%+v %v", res, err)
+				}
+			}
+		})
+	}
+}
