@@ -3,10 +3,7 @@ package tests
 import (
 	"testing"
 
-	"github.com/google/uuid"
-
-	"github.com/retrysafe/retrysafe/framework/collection"
-	"github.com/retrysafe/retrysafe/framework/rowstoretest"
+	"github.com/retrysafe/retrysafe/framework/store/storetest"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/orders"
 )
@@ -17,10 +14,10 @@ func TestOrdersSchema(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		e := newEnv(t, dsn)
-		rowstoretest.CheckTable(t, e.app.DB, rowstoretest.TableCheck{Table: "orders",
-			NewRow: func(string, uuid.UUID, int) collection.Row {
+		storetest.CheckTable(t, e.app.DB, storetest.TableCheck{Table: "orders",
+			NewRow: func(int) any {
 				return &orders.Order{Customer: "cus_1", Currency: "EUR", TotalCents: 1}
 			},
-			Indexes: [][]string{{"tenant_id", "customer", "created_at", "id"}}})
+			Indexes: [][]string{{"tenant_id", "status", "created_at", "id"}, {"tenant_id", "customer", "created_at", "id"}}})
 	})
 }

@@ -13,9 +13,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"github.com/retrysafe/retrysafe/framework/collection"
-	"github.com/retrysafe/retrysafe/framework/rowstoretest"
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/store/storetest"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -139,10 +138,10 @@ func TestCustomers(t *testing.T) {
 		}
 
 		// The goose migration made the keys and indexes the engine needs.
-		rowstoretest.CheckTable(t, db, rowstoretest.TableCheck{Table: "customers",
-			NewRow: func(tenant string, _ uuid.UUID, n int) collection.Row {
+		storetest.CheckTable(t, db, storetest.TableCheck{Table: "customers",
+			NewRow: func(n int) any {
 				return &Customer{Name: "x", Email: "check" + string(rune('0'+n)) + "@example.com", Plan: "free"}
 			},
-			Indexes: [][]string{{"tenant_id", "email"}}})
+			Indexes: [][]string{{"tenant_id", "status", "created_at", "id"}, {"tenant_id", "email"}}})
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
@@ -125,9 +126,6 @@ type Resource[Cmd, Model any] struct {
 	// representation hides (a secret, a write-only setting) needs its own
 	// CommandFunc, or a PATCH would reset that field.
 	CommandFunc func(m *Model) Cmd
-	// Rows is the SQL seam of the resource table. Defaults to
-	// [NewRowStore] for the engine's dialect.
-	Rows RowStore
 	// ReplayCache is how many bytes of bodies the PUT and legacy POST
 	// handlers keep the commands of for retries of the same bytes
 	// ([framework.ReplayCache]): once a
@@ -143,15 +141,24 @@ type Resource[Cmd, Model any] struct {
 	// second cache of the same budget. Defaults to
 	// [framework.DefaultReplayCache]; negative keeps neither.
 	ReplayCache int
-	// ReadFirst makes every PUT read its row before it writes. By default,
-	// on a database whose driver says so ([store.InsertsFirst]: PostgreSQL,
-	// the MySQL family, SQLite), a PUT without If-Match inserts first, stamped
-	// with the estimated database clock ([store.Clock]), while most of the
-	// PUTs the collection served lately created a row; one that finds the
-	// ID taken (a retry this process has not replayed, a replace) rolls
-	// back and reads. Set ReadFirst where a refused INSERT (a line in
-	// PostgreSQL's log, a dead row version) costs more than a round trip.
+	// ReadFirst makes every PUT read its row before it writes. By default
+	// a PUT without If-Match inserts first, stamped with the estimated
+	// database clock ([store.Clock]; [store.Config.ClockMaxAge] turns the
+	// estimate off for a whole store), while most of the PUTs the
+	// collection served lately created a row; one that finds the ID taken
+	// (a retry this process has not replayed, a replace) rolls back and
+	// reads. Set ReadFirst where a refused INSERT (a line in PostgreSQL's
+	// log, a dead row version) costs more than a round trip.
 	ReadFirst bool
+}
+
+// Preload names a has-many association of a model stored with the
+// resource ([Resource.Children]).
+type Preload struct {
+	// Field is the model's association field ("Items").
+	Field string
+	// OrderBy orders the child rows ("position").
+	OrderBy string
 }
 
 // Change is what the write hooks ([Resource.OnCreateFunc],
@@ -166,8 +173,12 @@ type Change[Model any] struct {
 type Collection[Cmd, Model any] struct {
 	engine   *framework.Engine
 	res      Resource[Cmd, Model]
-	rows     RowStore
+	rows     store.Rows
 	children []child
+	// preload and childTables are the children as the rows' statements
+	// take them.
+	preload     []store.RowPreload
+	childTables []store.RowChildTable
 	// updateColumns are the columns a replace writes: all but the key,
 	// created_at, create_fingerprint and deleted_at.
 	updateColumns []string
@@ -180,15 +191,13 @@ type Collection[Cmd, Model any] struct {
 	renders *framework.ReplayCache[[]byte]
 	// first is the insert-first policy of its PUTs ([insertFirst]).
 	first insertFirst
-	// stamps is the step of the table's time columns ([stamps]).
-	stamps stamps
 }
 
 // child is a has-many association of the model, resolved by gorm's schema.
 type child struct {
 	Preload
 	rel   *schema.Relationship
-	table ChildTable
+	table store.RowChildTable
 }
 
 // New validates r against its model's gorm schema and returns
@@ -219,12 +228,13 @@ func New[Cmd, Model any](e *framework.Engine, r Resource[Cmd, Model]) (*Collecti
 	if r.Singular == "" {
 		r.Singular = strings.TrimSuffix(r.Name, "s")
 	}
-	stmt := &gorm.Statement{DB: e.DB().Gorm}
-	if err := stmt.Parse(new(Model)); err != nil {
+	gdb := e.DB().Gorm
+	s, err := schema.Parse(new(Model), &sync.Map{}, gdb.NamingStrategy)
+	if err != nil {
 		return nil, fmt.Errorf("collection: resource %q: %w", r.Name, err)
 	}
 	if r.Table == "" {
-		r.Table = stmt.Schema.Table
+		r.Table = s.Table
 	}
 	if r.BasePath == "" {
 		r.BasePath = "/v1/" + r.Name
@@ -232,17 +242,12 @@ func New[Cmd, Model any](e *framework.Engine, r Resource[Cmd, Model]) (*Collecti
 	if r.InitialStatus == "" {
 		r.InitialStatus = "active"
 	}
-	if r.Rows == nil {
-		r.Rows = NewRowStore(e.DB().Driver)
-	}
-	c := &Collection[Cmd, Model]{engine: e, res: r, rows: r.Rows,
+	c := &Collection[Cmd, Model]{engine: e, res: r, rows: e.DB().Rows(),
 		front: framework.NewFront[Cmd](e.Binder(), framework.FrontConfig{Operation: r.Name, SemanticHeaders: r.SemanticHeaders,
 			Volatile: r.Volatile, ReplayCache: r.ReplayCache}),
 		renders: framework.NewReplayCache[[]byte](r.ReplayCache)}
-	if d, ok := e.DB().Driver.(store.InsertsFirst); ok && !r.ReadFirst {
-		c.first.enabled = d.InsertsFirst()
-	}
-	for _, name := range stmt.Schema.DBNames {
+	c.first.enabled = !r.ReadFirst
+	for _, name := range s.DBNames {
 		switch name {
 		case "tenant_id", "id", "created_at", "create_fingerprint", "deleted_at":
 		default:
@@ -250,16 +255,18 @@ func New[Cmd, Model any](e *framework.Engine, r Resource[Cmd, Model]) (*Collecti
 		}
 	}
 	for _, f := range r.Filters {
-		if !slices.Contains(stmt.Schema.DBNames, f) {
+		if !slices.Contains(s.DBNames, f) {
 			return nil, fmt.Errorf("collection: resource %q: filter %q is not a column of %s", r.Name, f, r.Table)
 		}
 	}
 	for _, p := range r.Children {
-		ch, err := resolveChild(stmt.Schema, p)
+		ch, err := resolveChild(s, p)
 		if err != nil {
 			return nil, fmt.Errorf("collection: resource %q: %w", r.Name, err)
 		}
 		c.children = append(c.children, ch)
+		c.preload = append(c.preload, store.RowPreload{Field: p.Field, OrderBy: p.OrderBy})
+		c.childTables = append(c.childTables, ch.table)
 	}
 	return c, nil
 }
@@ -269,7 +276,7 @@ func resolveChild(s *schema.Schema, p Preload) (child, error) {
 	if !ok || rel.Type != schema.HasMany {
 		return child{}, fmt.Errorf("child rows %q: not a has-many association of %s", p.Field, s.Name)
 	}
-	ch := child{Preload: p, rel: rel, table: ChildTable{Table: rel.FieldSchema.Table}}
+	ch := child{Preload: p, rel: rel, table: store.RowChildTable{Table: rel.FieldSchema.Table}}
 	tenant := false
 	for _, ref := range rel.References {
 		switch {
@@ -321,14 +328,31 @@ func (c *Collection[Cmd, Model]) location(id uuid.UUID) string {
 	return c.res.BasePath + "/" + id.String()
 }
 
-func (c *Collection[Cmd, Model]) key(tenant string, id uuid.UUID) RowKey {
-	return RowKey{Table: c.res.Table, Tenant: tenant, ID: id}
+func (c *Collection[Cmd, Model]) key(tenant string, id uuid.UUID) store.RowKey {
+	return store.RowKey{Table: c.res.Table, Tenant: tenant, ID: id}
+}
+
+// read is [store.Rows.Read] of the collection's rows; rows that kept
+// changing while read are 409 request_in_progress, which a client retries.
+func (c *Collection[Cmd, Model]) read(ctx context.Context, db *gorm.DB, p store.RowReadParams) (bool, error) {
+	found, err := c.rows.Read(ctx, db, p)
+	return found, changedWhileRead(err)
+}
+
+// changedWhileRead answers [store.ErrChangedWhileRead] with 409
+// request_in_progress: a read never pairs a version of a row with another
+// version's child rows.
+func changedWhileRead(err error) error {
+	if errors.Is(err, store.ErrChangedWhileRead) {
+		return &framework.Error{Code: wire.CodeRequestInProgress, Detail: "the resource changed while it was read; retry", Err: err}
+	}
+	return err
 }
 
 // put is one PUT, prepared: the command mapped onto a model, fingerprinted.
 type put[Model any] struct {
 	state putState
-	key   RowKey
+	key   store.RowKey
 	model *Model
 }
 
@@ -367,11 +391,10 @@ func (c *Collection[Cmd, Model]) prepared(req *PutRequest[Cmd], fingerprint stri
 	}
 }
 
-// Put creates, converges on or replaces the resource. Where the driver
-// inserts first ([store.InsertsFirst]) and most of the collection's recent
-// PUTs created a row ([Resource.ReadFirst]), a PUT without If-Match
-// creates at once, in one write transaction (one round trip on
-// PostgreSQL), stamped with the estimated database clock ([store.Clock]);
+// Put creates, converges on or replaces the resource. Where most of the
+// collection's recent PUTs created a row ([Resource.ReadFirst]), a PUT
+// without If-Match creates at once, in one write transaction (one round
+// trip on PostgreSQL), stamped with the estimated database clock ([store.Clock]);
 // when the ID is taken nothing of it commits, and the PUT goes on as a
 // read-first one. Otherwise the row is read first without a transaction,
 // with the database clock: a replay, a convergence or a refusal is
@@ -398,17 +421,15 @@ func (c *Collection[Cmd, Model]) put(ctx context.Context, p *put[Model], replyOn
 			// estimated database clock, never this process's.
 			p.state.DBNow, tried = now, true
 			res, err := c.create(ctx, p)
-			if !errors.Is(err, ErrUniqueViolation) {
+			if !errors.Is(err, store.ErrUniqueViolation) {
 				if err == nil {
 					c.first.saw(false)
-					c.first.inserted.Add(1)
 				}
 				return res, true, err
 			}
 			// The ID is taken (or a unique column is): nothing of the
 			// create committed. Read, and decide as a read-first would.
 			c.first.saw(true)
-			c.first.conflicts.Add(1)
 		}
 	}
 	cur := new(Model)
@@ -430,7 +451,7 @@ func (c *Collection[Cmd, Model]) put(ctx context.Context, p *put[Model], replyOn
 	}
 	if d.Action == actInsert {
 		res, err := c.create(ctx, p)
-		if !errors.Is(err, ErrUniqueViolation) {
+		if !errors.Is(err, store.ErrUniqueViolation) {
 			return res, true, err
 		}
 		// A concurrent create of this ID committed first (or a unique
@@ -475,7 +496,7 @@ func (c *Collection[Cmd, Model]) PutTx(ctx context.Context, tx *gorm.DB, req Put
 // stamps its writes with, whichever process serves it (DESIGN §3).
 func (c *Collection[Cmd, Model]) readFirst(ctx context.Context, db *gorm.DB, p *put[Model], cur *Model) (bool, error) {
 	var now time.Time // not &p.state.DBNow: p would move to the heap
-	found, err := c.rows.Read(ctx, db, ReadRowParams{Key: p.key, Dest: cur, Now: &now})
+	found, err := c.read(ctx, db, store.RowReadParams{Key: p.key, Dest: cur, Now: &now})
 	p.state.DBNow = now
 	if err == nil && db == c.engine.DB().Gorm {
 		c.engine.DB().Clock().Observe(now, time.Now())
@@ -510,7 +531,7 @@ func (c *Collection[Cmd, Model]) putTx(ctx context.Context, tx *gorm.DB, p *put[
 			}
 		}
 		cur := new(Model)
-		found, err := c.rows.Read(ctx, tx, ReadRowParams{Key: p.key, Dest: cur, ForUpdate: locked})
+		found, err := c.read(ctx, tx, store.RowReadParams{Key: p.key, Dest: cur, ForUpdate: locked})
 		if err != nil {
 			return Result{}, err
 		}
@@ -519,7 +540,7 @@ func (c *Collection[Cmd, Model]) putTx(ctx context.Context, tx *gorm.DB, p *put[
 		case actInsert: // an expired tombstone was purged meanwhile
 			locked = false
 		case actPurge:
-			if _, err := c.rows.PurgeTombstone(ctx, tx, PurgeParams{Key: p.key, Children: c.childTables(),
+			if _, err := c.rows.PurgeTombstone(ctx, tx, store.RowPurgeParams{Key: p.key, Children: c.childTables,
 				DeletedBefore: p.state.DBNow.Add(-c.engine.Retention().TombstoneRetention)}); err != nil {
 				return Result{}, err
 			}
@@ -535,17 +556,9 @@ func (c *Collection[Cmd, Model]) putTx(ctx context.Context, tx *gorm.DB, p *put[
 	return Result{}, framework.Errorf(wire.CodeRequestInProgress, "the resource changed concurrently; retry")
 }
 
-func (c *Collection[Cmd, Model]) childTables() []ChildTable {
-	out := make([]ChildTable, len(c.children))
-	for i, ch := range c.children {
-		out[i] = ch.table
-	}
-	return out
-}
-
 // create creates the resource, as of p.state.DBNow, in one transaction
 // that on PostgreSQL is one round trip: a plain INSERT of the row
-// ([RowStore.Create]), the child rows and the creation hook's writes all
+// ([store.Rows.Create]), the child rows and the creation hook's writes all
 // travel with the COMMIT. Put calls it before any read (inserting first)
 // or once the read-first found the row absent. A row of the same ID
 // (committed first, or found by an insert-first) makes it fail with
@@ -558,7 +571,7 @@ func (c *Collection[Cmd, Model]) create(ctx context.Context, p *put[Model]) (Res
 	}
 	var res Result
 	err = c.engine.DB().Write(ctx, func(tx *gorm.DB) error {
-		if err := c.rows.Create(ctx, tx, InsertRowParams{Table: p.key.Table, Row: c.newRow(p, now)}); err != nil {
+		if err := c.rows.Create(ctx, tx, store.RowInsertParams{Table: p.key.Table, Row: c.newRow(p, now)}); err != nil {
 			return err
 		}
 		var err error
@@ -587,7 +600,7 @@ func (c *Collection[Cmd, Model]) insert(ctx context.Context, tx *gorm.DB, p *put
 	if err != nil {
 		return Result{}, false, err
 	}
-	inserted, err := c.rows.Insert(ctx, tx, InsertRowParams{Table: p.key.Table, Row: c.newRow(p, now)})
+	inserted, err := c.rows.Insert(ctx, tx, store.RowInsertParams{Table: p.key.Table, Row: c.newRow(p, now)})
 	if err != nil || !inserted {
 		return Result{}, false, uniqueProblem(err)
 	}
@@ -639,7 +652,7 @@ func (c *Collection[Cmd, Model]) insertChildren(ctx context.Context, tx *gorm.DB
 				}
 			}
 		}
-		if err := c.rows.InsertChildren(ctx, tx, ChildRowsParams{ChildTable: ch.table, Tenant: sys.TenantID,
+		if err := c.rows.InsertChildren(ctx, tx, store.RowChildrenParams{RowChildTable: ch.table, Tenant: sys.TenantID,
 			ParentID: sys.ID, Rows: rows.Addr().Interface()}); err != nil {
 			return uniqueProblem(err)
 		}
@@ -659,7 +672,7 @@ func (c *Collection[Cmd, Model]) replace(ctx context.Context, tx *gorm.DB, p *pu
 	sys := any(p.model).(Row).SystemColumns()
 	*sys = *old
 	sys.Version, sys.Fingerprint, sys.UpdatedAt = old.Version+1, p.state.Fingerprint, now
-	ok, err := c.rows.Update(ctx, tx, UpdateRowParams{Key: p.key, Version: old.Version, Row: p.model, Columns: c.updateColumns})
+	ok, err := c.rows.Update(ctx, tx, store.RowUpdateParams{Key: p.key, Version: old.Version, Row: p.model, Columns: c.updateColumns})
 	if err != nil {
 		return Result{}, uniqueProblem(err)
 	}
@@ -667,7 +680,7 @@ func (c *Collection[Cmd, Model]) replace(ctx context.Context, tx *gorm.DB, p *pu
 		return Result{}, framework.Errorf(wire.CodeRequestInProgress, "the resource changed concurrently")
 	}
 	for _, ch := range c.children {
-		if err := c.rows.DeleteChildren(ctx, tx, ChildRowsParams{ChildTable: ch.table, Tenant: sys.TenantID, ParentID: sys.ID}); err != nil {
+		if err := c.rows.DeleteChildren(ctx, tx, store.RowChildrenParams{RowChildTable: ch.table, Tenant: sys.TenantID, ParentID: sys.ID}); err != nil {
 			return Result{}, err
 		}
 	}
@@ -697,7 +710,7 @@ func (c *Collection[Cmd, Model]) reply(ctx context.Context, db *gorm.DB, p *put[
 	case actReplyCurrent:
 		if len(c.children) > 0 {
 			cur = new(Model)
-			found, err := c.rows.Read(ctx, db, ReadRowParams{Key: p.key, Dest: cur, Preload: c.preloads()})
+			found, err := c.read(ctx, db, store.RowReadParams{Key: p.key, Dest: cur, Preload: c.preload})
 			if err != nil {
 				return Result{}, err
 			}
@@ -756,23 +769,15 @@ func (c *Collection[Cmd, Model]) renderVersion(cur *Model, sys *System) ([]byte,
 	return body, err
 }
 
-func (c *Collection[Cmd, Model]) preloads() []Preload {
-	out := make([]Preload, len(c.children))
-	for i, ch := range c.children {
-		out[i] = ch.Preload
-	}
-	return out
-}
-
 // uniqueProblem turns a unique violation of a business column, or a text
 // the database cannot store, into a validation_failed problem: the request
 // cannot succeed as it is.
 func uniqueProblem(err error) error {
 	switch {
-	case errors.Is(err, ErrUniqueViolation):
+	case errors.Is(err, store.ErrUniqueViolation):
 		return &framework.Error{Code: wire.CodeValidationFailed, Detail: "another resource already holds a value that must be unique",
 			Fields: []wire.FieldError{{Field: "", Reason: "unique"}}, Err: err}
-	case errors.Is(err, ErrUnstorableText):
+	case errors.Is(err, store.ErrUnstorableText):
 		return &framework.Error{Code: wire.CodeValidationFailed, Detail: "a text value holds a character that cannot be stored",
 			Fields: []wire.FieldError{{Field: "", Reason: "no NUL characters"}}, Err: err}
 	}

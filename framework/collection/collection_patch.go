@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/uuid"
@@ -182,7 +183,7 @@ func (c *Collection[Cmd, Model]) patchTx(ctx context.Context, tx *gorm.DB, req *
 func (c *Collection[Cmd, Model]) readPatched(ctx context.Context, db *gorm.DB, req *PatchRequest, locked bool) (*Model, time.Time, bool, error) {
 	cur := new(Model)
 	var now time.Time
-	found, err := c.rows.Read(ctx, db, ReadRowParams{Key: c.key(req.Tenant, req.ID), Dest: cur, ForUpdate: locked, Preload: c.preloads(), Now: &now})
+	found, err := c.read(ctx, db, store.RowReadParams{Key: c.key(req.Tenant, req.ID), Dest: cur, ForUpdate: locked, Preload: c.preload, Now: &now})
 	return cur, now, found, err
 }
 

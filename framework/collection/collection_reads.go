@@ -13,6 +13,7 @@ import (
 	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -66,7 +67,7 @@ func (c *Collection[Cmd, Model]) Get(ctx context.Context, tenant string, id uuid
 // get is Get on db: the primary's handle or the replica's.
 func (c *Collection[Cmd, Model]) get(ctx context.Context, db *gorm.DB, tenant string, id uuid.UUID) (Result, error) {
 	m := new(Model)
-	found, err := c.rows.Read(ctx, db, ReadRowParams{Key: c.key(tenant, id), Dest: m, LiveOnly: true, Preload: c.preloads()})
+	found, err := c.read(ctx, db, store.RowReadParams{Key: c.key(tenant, id), Dest: m, LiveOnly: true, Preload: c.preload})
 	if err != nil {
 		return Result{}, c.engine.DB().Classify(err)
 	}
@@ -122,7 +123,7 @@ func (c *Collection[Cmd, Model]) list(ctx context.Context, db *gorm.DB, req List
 		return Page{}, &framework.Error{Code: wire.CodeValidationFailed, Detail: "limit must be an integer from 1 to " + strconv.Itoa(MaxPageSize),
 			Fields: []wire.FieldError{{Field: "limit", Reason: "min=1,max=" + strconv.Itoa(MaxPageSize)}}}
 	}
-	p := ListRowsParams{Table: c.res.Table, Tenant: req.Tenant, Limit: req.Limit + 1, Preload: c.preloads()}
+	p := store.RowListParams{Table: c.res.Table, Tenant: req.Tenant, Limit: req.Limit + 1, Preload: c.preload}
 	for _, col := range c.res.Filters {
 		if v, ok := req.Filters[col]; ok {
 			if !server.Storable(v) {
@@ -130,7 +131,7 @@ func (c *Collection[Cmd, Model]) list(ctx context.Context, db *gorm.DB, req List
 				return Page{}, &framework.Error{Code: wire.CodeValidationFailed, Detail: "a filter value is not valid text",
 					Fields: []wire.FieldError{{Field: col, Reason: "must be valid UTF-8 without NUL characters"}}}
 			}
-			p.Filters = append(p.Filters, ColumnFilter{Column: col, Value: v})
+			p.Filters = append(p.Filters, store.RowFilter{Column: col, Value: v})
 		}
 	}
 	if len(p.Filters) != len(req.Filters) {
@@ -148,13 +149,13 @@ func (c *Collection[Cmd, Model]) list(ctx context.Context, db *gorm.DB, req List
 	var rows []Model
 	p.Dest = &rows
 	if err := c.rows.List(ctx, db, p); err != nil {
-		return Page{}, c.engine.DB().Classify(err)
+		return Page{}, c.engine.DB().Classify(changedWhileRead(err))
 	}
 	page := Page{Items: make([]json.RawMessage, 0, min(len(rows), req.Limit))}
 	for i := range rows {
 		if i == req.Limit {
 			last := any(&rows[i-1]).(Row).SystemColumns()
-			next := encodeCursor(ListPosition{CreatedAt: last.CreatedAt, ID: last.ID})
+			next := encodeCursor(store.RowPosition{CreatedAt: last.CreatedAt, ID: last.ID})
 			page.NextCursor = &next
 			break
 		}
@@ -168,26 +169,26 @@ func (c *Collection[Cmd, Model]) list(ctx context.Context, db *gorm.DB, req List
 }
 
 // encodeCursor writes a position as base64url("<unix microseconds>:<uuid>").
-func encodeCursor(p ListPosition) string {
+func encodeCursor(p store.RowPosition) string {
 	raw := strconv.FormatInt(p.CreatedAt.UnixMicro(), 10) + ":" + p.ID.String()
 	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
-func decodeCursor(s string) (ListPosition, bool) {
+func decodeCursor(s string) (store.RowPosition, bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return ListPosition{}, false
+		return store.RowPosition{}, false
 	}
 	micros, id, ok := strings.Cut(string(raw), ":")
 	if !ok {
-		return ListPosition{}, false
+		return store.RowPosition{}, false
 	}
 	us, err := strconv.ParseInt(micros, 10, 64)
 	uid, uerr := uuid.Parse(id)
 	if err != nil || uerr != nil {
-		return ListPosition{}, false
+		return store.RowPosition{}, false
 	}
-	return ListPosition{CreatedAt: time.UnixMicro(us).UTC(), ID: uid}, true
+	return store.RowPosition{CreatedAt: time.UnixMicro(us).UTC(), ID: uid}, true
 }
 
 // Reads from a replica ([store.DB.Replica]): GET, HEAD and list may be

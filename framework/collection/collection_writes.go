@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/framework"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/wire"
 
 	"github.com/google/uuid"
@@ -34,10 +35,10 @@ func (c *Collection[Cmd, Model]) Delete(ctx context.Context, req DeleteRequest) 
 
 // DeleteTx is [Collection.Delete] inside the caller's transaction tx.
 func (c *Collection[Cmd, Model]) DeleteTx(ctx context.Context, tx *gorm.DB, req DeleteRequest) error {
-	p := TombstoneParams{Key: c.key(req.Tenant, req.ID)}
+	p := store.RowTombstoneParams{Key: c.key(req.Tenant, req.ID)}
 	if req.IfMatch != "" {
 		cur := new(Model)
-		found, err := c.rows.Read(ctx, tx, ReadRowParams{Key: p.Key, Dest: cur, ForUpdate: true, LiveOnly: true})
+		found, err := c.read(ctx, tx, store.RowReadParams{Key: p.Key, Dest: cur, ForUpdate: true, LiveOnly: true})
 		if err != nil {
 			return err
 		}
@@ -81,7 +82,7 @@ func (c *Collection[Cmd, Model]) SetStatusTx(ctx context.Context, tx *gorm.DB, t
 	key := c.key(tenant, id)
 	m := new(Model)
 	var now time.Time
-	found, err := c.rows.Read(ctx, tx, ReadRowParams{Key: key, Dest: m, ForUpdate: true, LiveOnly: true, Preload: c.preloads(), Now: &now})
+	found, err := c.read(ctx, tx, store.RowReadParams{Key: key, Dest: m, ForUpdate: true, LiveOnly: true, Preload: c.preload, Now: &now})
 	if err != nil {
 		return Result{}, err
 	}
@@ -96,7 +97,7 @@ func (c *Collection[Cmd, Model]) SetStatusTx(ctx context.Context, tx *gorm.DB, t
 		}
 		version := sys.Version
 		sys.Status, sys.Version, sys.UpdatedAt = status, version+1, now
-		ok, err := c.rows.Update(ctx, tx, UpdateRowParams{Key: key, Version: version, Row: m, Columns: []string{"status", "version", "updated_at"}})
+		ok, err := c.rows.Update(ctx, tx, store.RowUpdateParams{Key: key, Version: version, Row: m, Columns: []string{"status", "version", "updated_at"}})
 		if err != nil {
 			return Result{}, err
 		}

@@ -11,9 +11,9 @@
 // DELETE /{name}/{id} and a newest-first list with filters. A PUT reads
 // the row first (unless it inserts first, below); a replay is answered
 // from that read. A miss is created
-// in one transaction (one round trip on PostgreSQL). On PostgreSQL and the
-// MySQL family, while most of the collection's recent PUTs created a row,
-// a PUT without If-Match skips the read and creates at once, stamped with
+// in one transaction (one round trip on PostgreSQL). While most of the
+// collection's recent PUTs created a row, a PUT without If-Match skips
+// the read and creates at once, stamped with
 // the database clock as estimated from earlier reads ([store.Clock],
 // [Resource.ReadFirst]): a new ID costs that one transaction. When the ID
 // is taken (a concurrent create committed first, or the insert-first
@@ -24,10 +24,11 @@
 // rows and one creation hook. What a PUT does is decided by one pure function from the
 // row it read and the database clock read with it (the replay window and
 // the tombstone retention are judged on the database clock, which also
-// stamps the rows' times, so processes whose clocks disagree agree);
-// every statement on resource rows goes through the
-// [RowStore] seam, whose contract suite is framework/rowstoretest. Every
-// write has a transactional twin ([Collection.PutTx],
+// stamps the rows' times, so processes whose clocks disagree agree). The
+// package holds no SQL: every statement on resource rows is the store's
+// (store.Rows, one method and one parameter struct per statement, spelled
+// by the database's driver and checked by the contract suite in
+// framework/store/storetest). Every write has a transactional twin ([Collection.PutTx],
 // [Collection.PatchTx], [Collection.DeleteTx], [Collection.SetStatusTx]).
 // [Collection.MountLegacyPOST] serves an old POST endpoint through the
 // same engine while clients move to PUT. Once a body was replayed, its

@@ -13,14 +13,10 @@ import "sync/atomic"
 // told. Under read-first, the reads keep telling, so that a run of
 // creates opens it again.
 type insertFirst struct {
-	// enabled: the driver inserts first and the resource does not say
-	// ReadFirst.
+	// enabled: the resource does not say ReadFirst.
 	enabled bool
 	// taken is the moving average, in units of 1/takenOne.
 	taken atomic.Int64
-	// inserted counts the PUTs that created by inserting first; conflicts
-	// those whose INSERT found the ID taken.
-	inserted, conflicts atomic.Int64
 }
 
 // takenOne is the fixed-point 1 of insertFirst.taken; takenWeight the

@@ -14,25 +14,27 @@ import (
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
-// TestCreatesInsertFirstAndATakenIDReads: on a database that inserts
-// first (PostgreSQL, MariaDB), a PUT create of a new ID inserts without
-// reading, stamped with the estimated database clock, and writes its row,
+// TestCreatesInsertFirstAndATakenIDReads: a PUT create of a new ID inserts
+// without reading its row (no read of invoices reaches the handle's
+// logger), stamped with the estimated database clock, and writes its row,
 // its lines and its event once; a retry of it (the replay cache is off)
 // finds the ID taken, rolls back, reads and replays byte for byte,
-// writing nothing. A run of replaces turns the collection to read-first,
-// and a run of creates turns it back. With ReadFirst, and on SQLite,
-// nothing inserts first.
+// writing nothing. A run of replaces turns the collection to read-first:
+// the creates after it read their row until six of them have brought
+// the share of PUTs that found their row back under a half, and the
+// creates after those insert first again. With ReadFirst, every create
+// reads first.
 func TestCreatesInsertFirstAndATakenIDReads(t *testing.T) {
 	t.Parallel()
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		// A reading of the database clock holds for the whole test, so
 		// that whether a PUT finds an estimate never depends on how fast
 		// the machine runs.
-		h := setup(t, dsn, func(o *setupOptions) {
+		stmts := &statements{}
+		h := setup(t, dsn, countStatements(stmts), func(o *setupOptions) {
 			o.clockMaxAge = time.Hour
 			o.resource = func(r *collection.Resource[InvoiceCommand, Invoice]) { r.ReplayCache = -1 }
 		})
-		_, first := h.db.Driver.(store.InsertsFirst)
 		dbNow := func() time.Time {
 			t.Helper()
 			var now store.DatabaseTime
@@ -43,14 +45,13 @@ func TestCreatesInsertFirstAndATakenIDReads(t *testing.T) {
 		}
 		// The first reading, as a read-first would give it.
 		h.db.Clock().Observe(dbNow(), time.Now())
-		counts := func(step string, inserted, conflicts int64) {
+		// put sends a PUT and returns its reply and how many reads of the
+		// invoices row it made.
+		put := func(h *harness, id uuid.UUID, body []byte) (reply, int) {
 			t.Helper()
-			if !first {
-				inserted, conflicts = 0, 0
-			}
-			if i, c := collection.InsertFirstCounts(h.col); i != inserted || c != conflicts {
-				t.Fatalf("%s: %d inserted first, %d conflicts; want %d, %d", step, i, c, inserted, conflicts)
-			}
+			stmts.reads("invoices")
+			r := h.do("PUT", invoicePath(id), "tok1", body)
+			return r, stmts.reads("invoices")
 		}
 		lines := func(id uuid.UUID) int64 {
 			return h.count("invoice_lines", "tenant_id = ? AND invoice_id = ?", "t1", id)
@@ -64,8 +65,12 @@ func TestCreatesInsertFirstAndATakenIDReads(t *testing.T) {
 		created := make([]reply, n)
 		for i := range ids {
 			ids[i] = uuid.New()
-			created[i] = h.do("PUT", invoicePath(ids[i]), "tok1", invoiceBody("cus_1", 100, i+1))
+			var reads int
+			created[i], reads = put(h, ids[i], invoiceBody("cus_1", 100, i+1))
 			wantStatus(t, created[i], http.StatusCreated)
+			if reads != 0 {
+				t.Fatalf("create %d read its row %d times; it inserts first", i, reads)
+			}
 			after := dbNow()
 			row := h.row(ids[i])
 			if v := created[i].view(t); !v.Created.Equal(row.CreatedAt) || !v.Updated.Equal(row.UpdatedAt) || row.CreatedAt.After(after) {
@@ -75,26 +80,26 @@ func TestCreatesInsertFirstAndATakenIDReads(t *testing.T) {
 				t.Fatalf("create %d: %d lines, %d events", i, l, e)
 			}
 		}
-		counts("after the creates", n, 0)
 
 		for i, id := range ids {
-			r := h.do("PUT", invoicePath(id), "tok1", invoiceBody("cus_1", 100, i+1))
+			r, reads := put(h, id, invoiceBody("cus_1", 100, i+1))
 			if r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.Body, created[i].Body) ||
 				r.Header.Get("ETag") != created[i].Header.Get("ETag") {
 				t.Fatalf("retry %d: %d %v %s, want the create's 201 byte for byte", i, r.Status, r.Header, r.Body)
+			}
+			if reads != 1 {
+				t.Fatalf("retry %d read its row %d times, want once", i, reads)
 			}
 			if row := h.row(id); row.Version != 1 || lines(id) != 2 || events(id) != 1 {
 				t.Fatalf("retry %d wrote: version %d, %d lines, %d events", i, row.Version, lines(id), events(id))
 			}
 		}
 		// Eight PUTs that found their row move the average to 0.40: the
-		// collection still inserts first.
-		counts("after the retries", n, n)
-
-		// Replaces: each finds the row. Three more refused INSERTs take
-		// the average past a half; the replaces after them read first.
+		// collection still inserts first. Replaces: each finds the row.
+		// Three more refused INSERTs take the average past a half; the
+		// replaces after them read first.
 		for i := range 12 {
-			r := h.do("PUT", invoicePath(ids[0]), "tok1", invoiceBody("cus_1", 200+i))
+			r, _ := put(h, ids[0], invoiceBody("cus_1", 200+i))
 			wantStatus(t, r, http.StatusOK)
 			if v := r.view(t).Version; v != int64(i+2) {
 				t.Fatalf("replace %d: version %d", i, v)
@@ -103,29 +108,33 @@ func TestCreatesInsertFirstAndATakenIDReads(t *testing.T) {
 		if l := lines(ids[0]); l != 1 {
 			t.Fatalf("after the replaces: %d lines", l)
 		}
-		counts("after the replaces", n, n+3)
 
 		// Creates under read-first: each read finds no row, and the
-		// average falls back under a half after six of them.
+		// average falls back under a half after six of them; the creates
+		// after those insert first.
 		for i := range 12 {
-			wantStatus(t, h.do("PUT", invoicePath(uuid.New()), "tok1", invoiceBody("cus_2", i+1)), http.StatusCreated)
+			r, reads := put(h, uuid.New(), invoiceBody("cus_2", i+1))
+			wantStatus(t, r, http.StatusCreated)
+			if want := min(1, max(0, 6-i)); reads != want {
+				t.Fatalf("create %d after the replaces read its row %d times, want %d", i, reads, want)
+			}
 		}
-		counts("after the creates that turned it back", n+6, n+3)
 		if got := h.count("invoices", "tenant_id = ?", "t1"); got != n+12 {
 			t.Fatalf("%d invoices, want %d", got, n+12)
 		}
 
 		// ReadFirst: every PUT reads its row first.
-		rf := setup(t, dsn, func(o *setupOptions) {
+		rf := setup(t, dsn, countStatements(stmts), func(o *setupOptions) {
 			o.clockMaxAge = time.Hour
 			o.resource = func(r *collection.Resource[InvoiceCommand, Invoice]) { r.ReadFirst = true }
 		})
 		rf.db.Clock().Observe(dbNow(), time.Now())
-		for range 3 {
-			wantStatus(t, rf.do("PUT", invoicePath(uuid.New()), "tok1", invoiceBody("cus_3", 1)), http.StatusCreated)
-		}
-		if i, c := collection.InsertFirstCounts(rf.col); i != 0 || c != 0 {
-			t.Fatalf("with ReadFirst: %d inserted first, %d conflicts", i, c)
+		for i := range 3 {
+			r, reads := put(rf, uuid.New(), invoiceBody("cus_3", 1))
+			wantStatus(t, r, http.StatusCreated)
+			if reads != 1 {
+				t.Fatalf("create %d with ReadFirst read its row %d times, want once", i, reads)
+			}
 		}
 	})
 }

@@ -1,15 +1,12 @@
 package store
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	"gorm.io/gorm"
 )
 
-// DatabaseTime receives the value of [Dialect.Now] from a row: a timestamp
+// DatabaseTime receives the value of [Driver.Now] from a row: a timestamp
 // (PostgreSQL) or SQLite's UTC text. Time is in UTC.
 type DatabaseTime struct{ Time time.Time }
 
@@ -49,7 +46,7 @@ const clockRefresh = 100 * time.Millisecond
 
 // Clock estimates the database clock between reads of it, for a write
 // that would otherwise read it first: a PUT create that inserts without
-// reading its row ([InsertsFirst]). It is fed the database time each such
+// reading its row. It is fed the database time each such
 // read returned ([Clock.Observe]) and estimates from the reading taken
 // last, or the tightest of the last clockRefresh, plus the time elapsed
 // since on this process's monotonic clock, never its wall clock: an
@@ -67,7 +64,7 @@ type Clock struct {
 	// estimate at all when negative.
 	maxAge time.Duration
 	// resolution is what an estimate is truncated to: a microsecond when
-	// 0, or the database clock's resolution ([ClockResolution]).
+	// 0, or the database clock's resolution ([Driver.ClockResolution]).
 	resolution time.Duration
 }
 
@@ -94,7 +91,7 @@ func (c *Clock) Observe(db, received time.Time) {
 
 // Now returns the estimated database clock, truncated to microseconds
 // (what every driver's timestamp columns keep) or to the database clock's
-// coarser resolution ([ClockResolution]), in UTC; false when no reading is
+// coarser resolution ([Driver.ClockResolution]), in UTC; false when no reading is
 // younger than the clock's maximum age.
 func (c *Clock) Now() (time.Time, bool) {
 	r := c.last.Load()
@@ -114,59 +111,4 @@ func (c *Clock) Now() (time.Time, bool) {
 		resolution = time.Microsecond
 	}
 	return r.db.Add(age).UTC().Truncate(resolution), true
-}
-
-// ClockResolution is implemented by a [Driver] whose clock ([Driver.Now])
-// reads coarser than a microsecond: SQLite's, in milliseconds. The
-// [Clock] truncates its estimates to it, so that an estimate is never
-// ahead of a reading of the database clock taken after it, and a row a
-// create stamped with an estimate never looks younger than one a later
-// write stamped with a reading.
-type ClockResolution interface {
-	// ClockResolution is the resolution of the database clock as
-	// [Driver.Now] reads it.
-	ClockResolution() time.Duration
-}
-
-// TimeColumns is implemented by a [Driver] whose time columns may keep
-// fewer fractional digits of a second than its clock reads: the MySQL
-// family's DATETIME(n) (gorm's AutoMigrate makes DATETIME(3) unless its
-// dialector is told otherwise) and PostgreSQL's timestamp(n), against
-// clocks read in microseconds. Such a column stores a time cut to its
-// digits (MariaDB truncates, MySQL and PostgreSQL round), so that a write
-// that answered from the time it stamped would answer another time, and
-// another ETag, than every later read. The PUT engine stamps a resource
-// table's rows with times cut to [TimeColumns.TimeStep] itself, which the
-// column then stores exactly. SQLite keeps a time as the text it is
-// given, whole.
-type TimeColumns interface {
-	// TimeStep returns the coarsest step in which the columns of table
-	// keep a time: [TimeStepOf] their number of fractional digits, or 0
-	// when the table has none of them.
-	TimeStep(ctx context.Context, db *gorm.DB, table string, columns []string) (time.Duration, error)
-}
-
-// TimeStepOf is the step of a time with digits fractional digits of a
-// second: time.Second for 0, time.Millisecond for 3, time.Microsecond
-// for 6, time.Nanosecond from 9 on.
-func TimeStepOf(digits int) time.Duration {
-	step := time.Second
-	for range min(max(digits, 0), 9) {
-		step /= 10
-	}
-	return step
-}
-
-// InsertsFirst is implemented by a [Driver] whose database a create
-// should insert into without reading first, and where a failed INSERT
-// fails its own transaction alone: every driver of the framework. On a
-// database a round trip away (PostgreSQL, the MySQL family) the read
-// costs a round trip of its own; on SQLite it costs no round trip but
-// compiling and stepping two statements, after another connection's
-// commit emptied the connection's page cache. A PUT create there inserts
-// on the estimated database clock ([DB.Clock]) and reads only on a
-// conflict.
-type InsertsFirst interface {
-	// InsertsFirst reports that creates should insert first.
-	InsertsFirst() bool
 }

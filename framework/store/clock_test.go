@@ -87,7 +87,7 @@ func TestConfigClockMaxAge(t *testing.T) {
 }
 
 // TestClockTruncatesToTheDatabaseResolution: on SQLite, whose clock reads
-// in milliseconds (store.ClockResolution), an estimate is whole
+// in milliseconds (store.Driver.ClockResolution), an estimate is whole
 // milliseconds, and none of 500 is ahead of SQLite's clock read after it;
 // kept in microseconds, 114 of 500 were (tried).
 func TestClockTruncatesToTheDatabaseResolution(t *testing.T) {
@@ -99,7 +99,7 @@ func TestClockTruncatesToTheDatabaseResolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	if r, ok := s.Driver.(store.ClockResolution); !ok || r.ClockResolution() != time.Millisecond {
+	if s.Driver.ClockResolution() != time.Millisecond {
 		t.Fatalf("the SQLite driver does not say its clock reads in milliseconds")
 	}
 	read := func() time.Time {

@@ -64,6 +64,17 @@
 // the request's own key's row, [ErrKeyLocked], which the statements on a
 // key's row mark with [KeyLocked]) and 400 validation_failed.
 //
+// Every statement on resource rows, the tables of the PUT pattern, is the
+// store's ([Rows], [DB.Rows]): one method and one parameter struct per
+// statement, written once in the store's internal rowsql package and
+// parametrized by what each driver declares of its database (its
+// placeholders, how its "insert unless the key exists" treats other
+// unique indexes, how it reads one row and takes a UUID, its catalog).
+// Package framework/collection keeps the PUT decisions and holds no SQL.
+// The hot statements run by plans made once per model (a create's INSERT,
+// the read of a row by its key with the database clock in one statement);
+// [Config.DisableRowPlans] turns them off for the bench.
+//
 // The transactional outbox's statements are the driver's too
 // ([Driver.Outbox], [Outbox]): one method and one parameter struct per
 // statement, as in river's riverdriver. Package framework/outbox keeps the

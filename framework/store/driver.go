@@ -55,6 +55,13 @@ type Driver interface {
 	// processes whose clocks disagree must judge alike. Scan its value
 	// into a [DatabaseTime].
 	Now() string
+	// ClockResolution is the resolution of the database clock as Now reads
+	// it: a microsecond, or a millisecond (SQLite). The [Clock] truncates
+	// its estimates to it, so that an estimate is never ahead of a reading
+	// of the database clock taken after it, and a row a create stamped
+	// with an estimate never looks younger than one a later write stamped
+	// with a reading.
+	ClockResolution() time.Duration
 	// LockRow makes the query q take a row lock (SELECT … FOR UPDATE), or
 	// returns q unchanged where every write transaction already holds the
 	// database's write lock (SQLite).
@@ -75,6 +82,10 @@ type Driver interface {
 	// ReadSnapshot runs queries on conn in one read-only snapshot and
 	// returns each built query with its result ([ReadSnapshot]).
 	ReadSnapshot(ctx context.Context, db *gorm.DB, conn *sql.Conn, queries []func(*gorm.DB) *gorm.DB) ([]*gorm.DB, error)
+	// Rows returns the statements of resource rows on this database
+	// ([Rows]), the PUT pattern's; [New] builds the one of a [DB]
+	// ([DB.Rows]).
+	Rows(cfg RowsConfig) Rows
 	// Records returns the SQL of the idempotency records in this
 	// database's spelling ([Records]), on the tables of the driver's
 	// migrations.

@@ -62,6 +62,13 @@ var (
 	// no registered [Driver] takes, or that its driver cannot parse.
 	ErrUnknownDSN = errors.New("store: unknown DSN")
 
+	// ErrChangedWhileRead is returned by [Rows.Read] and [Rows.List] when a
+	// row and its child rows, read apart, kept changing while they were
+	// read: a read never pairs a version with another version's child
+	// rows. The framework answers it 409 request_in_progress, which a
+	// client retries.
+	ErrChangedWhileRead = errors.New("store: the rows kept changing while they were read")
+
 	// ErrVacuumRefused is returned by [Outbox.Vacuum] when the database
 	// user may not vacuum outbox_events (on PostgreSQL only the table's
 	// or the database's owner may).

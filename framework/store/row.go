@@ -9,12 +9,13 @@ import (
 	"gorm.io/gorm"
 )
 
-// RowQuerier is implemented by a [Driver] that runs a statement of at
-// most one row through its database driver's own interface (storepg:
-// pgx), without database/sql's conversion of each column into a
-// driver.Value and then into its destination. [QueryRow] uses it for the
-// framework's hottest reads on the pool: a row by its key (a PUT's
-// read-first, a replay's only statement) and an idempotency record.
+// RowQuerier runs a statement of at most one row through a database
+// driver's own interface (storepg: pgx), without database/sql's conversion
+// of each column into a driver.Value and then into its destination. A
+// driver that has one declares it in the spellings of its statements; the
+// framework's hottest reads on the pool run through it ([QueryRow]): a row
+// by its key (a PUT's read-first, a replay's only statement) and an
+// idempotency record.
 type RowQuerier interface {
 	// QueryRow runs query with args on a connection of pool and, when it
 	// returns a row, scans the row into dest(columns), the destinations of
@@ -26,13 +27,12 @@ type RowQuerier interface {
 
 // QueryRow runs query with args on pool and scans the row it returns, if
 // any, into dest(columns), the destinations of its columns by name, and
-// reports whether there was one. Where pool is the *sql.DB and drv is a
-// [RowQuerier], the driver runs it; otherwise (a transaction's
-// connection, another driver), and when the driver found its connection
-// broken before the statement went out, database/sql does, which retries
-// on another connection.
-func QueryRow(ctx context.Context, drv any, pool gorm.ConnPool, query string, args []any, dest func(columns []string) []any) (bool, error) {
-	if q, ok := drv.(RowQuerier); ok {
+// reports whether there was one. Where pool is the *sql.DB and q is set,
+// q runs it; otherwise (a transaction's connection, no q), and when q
+// found its connection broken before the statement went out, database/sql
+// does, which retries on another connection.
+func QueryRow(ctx context.Context, q RowQuerier, pool gorm.ConnPool, query string, args []any, dest func(columns []string) []any) (bool, error) {
+	if q != nil {
 		if db, ok := pool.(*sql.DB); ok {
 			found, err := q.QueryRow(ctx, db, query, args, dest)
 			if !errors.Is(err, driver.ErrBadConn) {

@@ -93,8 +93,15 @@ type Config struct {
 	// ClockMaxAge is how long after the framework last read the database
 	// clock a create may still be stamped with an estimate of it
 	// ([Clock]) instead of reading first. Defaults to [ClockMaxAge] (1s);
-	// negative keeps no estimate, so that every create reads first.
+	// negative keeps no estimate, so that every create reads first: the
+	// switch of inserting first, for the bench.
 	ClockMaxAge time.Duration
+	// DisableRowPlans, for the bench, has every statement on a resource
+	// row built by gorm at each call ([Rows]), without the plans that
+	// spell a model's INSERT once and read a row by its key with the
+	// database clock in one statement (a replay then costs a second
+	// statement for the clock). Defaults to false: the plans.
+	DisableRowPlans bool
 }
 
 func (c *Config) setDefaults() error {
@@ -143,6 +150,7 @@ type DB struct {
 	replicaTimeout   time.Duration
 	ownedReplica     *sql.DB // opened by Open from ReplicaDSN
 	clock            Clock
+	rows             Rows
 }
 
 // New wraps an application's own *gorm.DB for the framework; the [Driver]
@@ -188,10 +196,8 @@ func New(ctx context.Context, gdb *gorm.DB, cfg Config) (*DB, error) {
 		cfg.Replica = cfg.Replica.Session(&gorm.Session{Logger: withoutValues(cfg.Replica.Logger)})
 	}
 	db := &DB{Gorm: gdb, Driver: bound, lockTimeout: cfg.LockTimeout, statementTimeout: cfg.StatementTimeout,
-		tracer: cfg.TracerProvider.Tracer(tracerName), clock: Clock{maxAge: cfg.ClockMaxAge}}
-	if r, ok := bound.(ClockResolution); ok {
-		db.clock.resolution = r.ClockResolution()
-	}
+		tracer: cfg.TracerProvider.Tracer(tracerName), clock: Clock{maxAge: cfg.ClockMaxAge, resolution: bound.ClockResolution()},
+		rows: bound.Rows(RowsConfig{DisablePlans: cfg.DisableRowPlans})}
 	if err := db.bindReplica(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -278,6 +284,10 @@ func openGorm(ctx context.Context, d Driver, dsn string, cfg Config) (*gorm.DB, 
 // Clock is the estimate of the primary's clock that the framework's reads
 // of it feed ([Clock]).
 func (db *DB) Clock() *Clock { return &db.clock }
+
+// Rows is the statements of resource rows on this database ([Rows]), built
+// once by [New] for the store's configuration.
+func (db *DB) Rows() Rows { return db.rows }
 
 // SQL returns the underlying *sql.DB (for migrations and Close).
 func (db *DB) SQL() *sql.DB {

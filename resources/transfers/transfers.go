@@ -20,7 +20,6 @@ import (
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
-	"github.com/retrysafe/retrysafe/framework/collection"
 )
 
 // Operation is the name of the transfer operation in fingerprints, records,
@@ -150,7 +149,7 @@ func (t *Transfers) execute(ctx context.Context, tx *gorm.DB, req postkeys.Reque
 		Currency: cmd.Currency, CreatedAt: req.Now}
 	// Nothing reads the insert's answer: on PostgreSQL it goes with the
 	// record's completion instead of costing a round trip.
-	if err := collection.LaterCreate(ctx, tx, &row, nil); err != nil {
+	if err := t.engine.DB().Rows().Create(ctx, tx, store.RowInsertParams{Row: &row}); err != nil {
 		return postkeys.Response{}, err
 	}
 	return postkeys.JSON(http.StatusCreated, row.render(), row.ID)

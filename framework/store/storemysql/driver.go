@@ -33,10 +33,7 @@ type Driver struct {
 	batch bool
 }
 
-var (
-	_ store.Driver      = Driver{}
-	_ store.TimeColumns = Driver{}
-)
+var _ store.Driver = Driver{}
 
 // MinMariaDBVersion is the oldest MariaDB [store.New] accepts: the
 // framework's SQL and tables need sequences (10.3, the fences), INSERT …
@@ -59,6 +56,9 @@ func (Driver) DefaultMaxOpenConns() int { return 20 }
 // Now is UTC_TIMESTAMP(6): UTC with microseconds whatever the session's
 // time zone (NOW(6) would follow it).
 func (Driver) Now() string { return "UTC_TIMESTAMP(6)" }
+
+// ClockResolution is a microsecond, UTC_TIMESTAMP(6)'s.
+func (Driver) ClockResolution() time.Duration { return time.Microsecond }
 
 // LockRow adds FOR UPDATE.
 func (Driver) LockRow(q *gorm.DB) *gorm.DB {
@@ -275,36 +275,4 @@ func (Driver) ReadSnapshot(ctx context.Context, db *gorm.DB, conn *sql.Conn, que
 		}
 	}
 	return built, ctx.Err()
-}
-
-// SkipsAnyUniqueConflict: ON DUPLICATE KEY UPDATE, MySQL's only "insert
-// unless present", skips a row that conflicts on any unique index; the
-// framework's row store then looks the key up to tell its own key from a
-// resource's unique column.
-func (Driver) SkipsAnyUniqueConflict() bool { return true }
-
-// InsertsFirst: the read before a create is a round trip of its own, and
-// a duplicate-key INSERT fails its statement, which fails the create's
-// transaction: the framework rolls it back whole and reads.
-func (Driver) InsertsFirst() bool { return true }
-
-// TimeStep reads the fractional digits of the DATETIME (or TIMESTAMP)
-// columns of table from information_schema: gorm's AutoMigrate makes
-// DATETIME(3) on an application's own handle ([Driver.Open]'s makes
-// DATETIME(6)), which MariaDB would store truncated to milliseconds.
-// A table named "db.table" is looked up in that database, any other in
-// the connection's.
-func (Driver) TimeStep(ctx context.Context, db *gorm.DB, table string, columns []string) (time.Duration, error) {
-	database, name := "", table
-	if i := strings.LastIndexByte(table, '.'); i >= 0 {
-		database, name = table[:i], table[i+1:]
-	}
-	var digits sql.NullInt64
-	err := db.WithContext(ctx).Raw("SELECT MIN(DATETIME_PRECISION) FROM information_schema.COLUMNS"+
-		" WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME IN ?",
-		database, name, columns).Row().Scan(&digits)
-	if err != nil || !digits.Valid {
-		return 0, err
-	}
-	return store.TimeStepOf(int(digits.Int64)), nil
 }

@@ -51,10 +51,7 @@ const MinVersion = 120000
 // Driver is the PostgreSQL [store.Driver].
 type Driver struct{}
 
-var (
-	_ store.Driver      = Driver{}
-	_ store.TimeColumns = Driver{}
-)
+var _ store.Driver = Driver{}
 
 // Name is "postgres".
 func (Driver) Name() string { return "postgres" }
@@ -71,6 +68,9 @@ func (Driver) DefaultMaxOpenConns() int { return 20 }
 // Now is statement_timestamp(): when the statement arrived, not when a
 // transaction that may have stalled began.
 func (Driver) Now() string { return "statement_timestamp()" }
+
+// ClockResolution is a microsecond, timestamptz's.
+func (Driver) ClockResolution() time.Duration { return time.Microsecond }
 
 // LockRow adds FOR UPDATE.
 func (Driver) LockRow(q *gorm.DB) *gorm.DB {
@@ -330,13 +330,6 @@ func tryWrapUUIDEncodePlan(value any) (pgtype.WrappedEncodePlanNextSetter, any, 
 	return nil, nil, false
 }
 
-// UUIDArg returns id as a pgtype.UUID, which pgx encodes as its 16 bytes
-// for a uuid parameter on every connection, one [registerTypes] has not
-// taught (a pool connection that has served no write transaction) too,
-// and through its string for a text one. The framework's read of a row by
-// its key, which runs on the pool, sends its ID so.
-func (Driver) UUIDArg(id uuid.UUID) any { return pgtype.UUID{Bytes: id, Valid: true} }
-
 // uuidEncodePlan encodes a uuid.UUID as its [16]byte. For a parameter that
 // is not a uuid (a text column) pgx finds no plan for the bytes and goes
 // on to the Valuer's string, as before.
@@ -346,26 +339,4 @@ func (p *uuidEncodePlan) SetNext(next pgtype.EncodePlan) { p.next = next }
 
 func (p *uuidEncodePlan) Encode(value any, buf []byte) ([]byte, error) {
 	return p.next.Encode([16]byte(value.(uuid.UUID)), buf)
-}
-
-// InsertsFirst: a create is one round trip when it inserts without reading
-// first (its INSERT, child rows and hook writes travel with the COMMIT),
-// and a conflicting INSERT fails that transaction alone.
-func (Driver) InsertsFirst() bool { return true }
-
-// TimeStep reads the precision of the timestamp columns of table from the
-// catalog: timestamptz, and timestamp, keep microseconds unless declared
-// with fewer digits (timestamptz(3)), which PostgreSQL would store
-// rounded. The table is found as a statement names it (on the
-// search_path, or "schema.table").
-func (Driver) TimeStep(ctx context.Context, db *gorm.DB, table string, columns []string) (time.Duration, error) {
-	var digits sql.NullInt64
-	err := db.WithContext(ctx).Raw("SELECT MIN(CASE WHEN atttypmod < 0 THEN 6 ELSE atttypmod END) FROM pg_catalog.pg_attribute"+
-		" WHERE attrelid = to_regclass(?) AND attname IN ? AND NOT attisdropped"+
-		" AND atttypid IN ('timestamptz'::regtype, 'timestamp'::regtype)",
-		pgx.Identifier(strings.Split(table, ".")).Sanitize(), columns).Row().Scan(&digits)
-	if err != nil || !digits.Valid {
-		return 0, err
-	}
-	return store.TimeStepOf(int(digits.Int64)), nil
 }

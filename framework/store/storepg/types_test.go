@@ -58,7 +58,7 @@ func TestUUIDGoesOutAsSixteenBytes(t *testing.T) {
 }
 
 // TestUUIDArgGoesOutAsSixteenBytesOnAnyConnection: the ID the framework's
-// row read sends ([storepg.Driver.UUIDArg]) is encoded as its 16 bytes by
+// row read sends (storepg.UUIDArg, the rows' spelling) is encoded as its 16 bytes by
 // pgx's own uuid codec on a connection that has served no write
 // transaction (where a uuid.UUID goes through its string and an error),
 // and as its string for a text column; both select the row written.
@@ -73,7 +73,7 @@ func TestUUIDArgGoesOutAsSixteenBytesOnAnyConnection(t *testing.T) {
 	// A new connection: store.New's check taught the one it used.
 	sqlDB.SetMaxIdleConns(0)
 	sqlDB.SetMaxIdleConns(1)
-	arg := storepg.Driver{}.UUIDArg(id)
+	arg := storepg.UUIDArg(id)
 	var n int
 	if err := sqlDB.QueryRowContext(ctx, "SELECT count(*) FROM ids WHERE id = $1 AND as_text = $2", arg, arg).Scan(&n); err != nil {
 		t.Fatal(err)

@@ -217,20 +217,6 @@ func execBegin(ctx context.Context, conn *sql.Conn, stmt string, lockTimeout tim
 	}
 }
 
-// CompilesEachStatement is true: the driver (github.com/glebarez/go-sqlite)
-// compiles a statement's text every time it runs it, a prepared one too,
-// so the framework's hot reads are spelled as short as they can be.
-func (Driver) CompilesEachStatement() bool { return true }
-
-// InsertsFirst: a PUT create inserts without reading its row first. The
-// read costs no round trip here, but it compiles and steps two statements
-// (the row, then the clock on a miss) on a connection whose page cache
-// another connection's commit has emptied: about a seventh of a create's
-// CPU, which on a machine that the writers keep busy is a seventh of its
-// throughput. A conflicting INSERT fails its statement alone; the store
-// rolls its transaction back and the PUT reads, as after a lost race.
-func (Driver) InsertsFirst() bool { return true }
-
 // ClockResolution is a millisecond: Now reads SQLite's clock as
 // strftime('%f'), milliseconds truncated, so an estimate of it
 // ([store.Clock]) is truncated to milliseconds too.

@@ -39,7 +39,7 @@ func testClockEstimate(t *testing.T, h Harness) {
 	db := open(t, h, store.Config{})
 	read := func() time.Time { t.Helper(); return readNow(t, db) }
 	// No slack: an estimate is truncated to the clock's resolution
-	// (store.ClockResolution: SQLite's reads in milliseconds), so that a
+	// (store.Driver.ClockResolution: SQLite's reads in milliseconds), so that a
 	// reading taken after it never shows less.
 	clock := db.Clock()
 	if _, ok := clock.Now(); ok {
@@ -76,20 +76,27 @@ func readNow(t *testing.T, db *store.DB) time.Time {
 	return now.Time
 }
 
-// stampedRow is a table whose time columns the application's AutoMigrate
-// makes: Default of its handle's default precision (DATETIME(3) on the
-// MySQL family, timestamptz on PostgreSQL), Milli of three digits.
-type stampedRow struct {
-	ID      int64     `gorm:"primaryKey;autoIncrement:false"`
-	Default time.Time `gorm:"not null"`
-	Milli   time.Time `gorm:"not null;precision:3"`
-}
+// stampedRow is a resource table whose time columns the application's
+// AutoMigrate makes, of its handle's default precision (DATETIME(3) on the
+// MySQL family, timestamptz on PostgreSQL); milliRow's created_at has
+// three digits.
+type (
+	stampedRow struct {
+		ID        int64     `gorm:"primaryKey;autoIncrement:false"`
+		CreatedAt time.Time `gorm:"not null;autoCreateTime:false"`
+		UpdatedAt time.Time `gorm:"not null;autoUpdateTime:false"`
+	}
+	milliRow struct {
+		ID        int64     `gorm:"primaryKey;autoIncrement:false"`
+		CreatedAt time.Time `gorm:"not null;autoCreateTime:false;precision:3"`
+		UpdatedAt time.Time `gorm:"not null;autoUpdateTime:false"`
+	}
+)
 
 // testTimeColumns: a time cut to the step that the driver reports for an
-// application's AutoMigrate'd columns ([store.TimeColumns]; none reported:
-// the time whole) is stored exactly, and read back as written; the step
-// of several columns is the coarsest; a table that does not exist has
-// none.
+// application's AutoMigrate'd columns ([store.Rows.TimeStep]; 0: the time
+// whole) is stored exactly, and read back as written; the step of a table
+// is its coarsest column's; a table that does not exist has none.
 func testTimeColumns(t *testing.T, h Harness) {
 	ctx := context.Background()
 	gdb := h.Gorm(t)
@@ -97,41 +104,47 @@ func testTimeColumns(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := gdb.AutoMigrate(&stampedRow{}); err != nil {
-		t.Fatal(err)
-	}
-	step := func(columns ...string) time.Duration {
+	step := func(table string) time.Duration {
 		t.Helper()
-		cols, ok := db.Driver.(store.TimeColumns)
-		if !ok {
-			return 0
-		}
-		d, err := cols.TimeStep(ctx, gdb, "stamped_rows", columns)
+		d, err := db.Rows().TimeStep(ctx, gdb, table)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	def, milli, both := step("default"), step("milli"), step("default", "milli")
-	if _, ok := db.Driver.(store.TimeColumns); ok {
-		if milli != time.Millisecond || both != max(def, milli) || def == 0 {
-			t.Fatalf("steps: default %v, milli %v, both %v; want milli 1ms and both the coarsest", def, milli, both)
-		}
-		if d, err := db.Driver.(store.TimeColumns).TimeStep(ctx, gdb, "no_such_table", []string{"default"}); err != nil || d != 0 {
-			t.Fatalf("the step of a table that does not exist = %v, %v", d, err)
-		}
+	if d := step("stamped_rows"); d != 0 {
+		t.Fatalf("the step of a table that does not exist = %v", d)
+	}
+	if err := gdb.AutoMigrate(&stampedRow{}, &milliRow{}); err != nil {
+		t.Fatal(err)
+	}
+	def, milli := step("stamped_rows"), step("milli_rows")
+	if (def == 0) != (milli == 0) || def != 0 && milli != max(def, time.Millisecond) {
+		t.Fatalf("steps: default %v, with a column of three digits %v; want both 0, or the coarsest column's", def, milli)
 	}
 	// A time with every digit, cut as the engine cuts its stamps.
 	at := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC)
-	row := stampedRow{ID: 1, Default: at.Truncate(max(def, time.Nanosecond)), Milli: at.Truncate(max(milli, time.Nanosecond))}
-	if err := gdb.Create(&row).Error; err != nil {
+	d, m := at.Truncate(max(def, time.Nanosecond)), at.Truncate(max(milli, time.Nanosecond))
+	if err := gdb.Create(&stampedRow{ID: 1, CreatedAt: d, UpdatedAt: d}).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := gdb.Create(&milliRow{ID: 1, CreatedAt: m, UpdatedAt: m}).Error; err != nil {
 		t.Fatal(err)
 	}
 	var got stampedRow
+	var gotMilli milliRow
 	if err := gdb.Take(&got, 1).Error; err != nil {
 		t.Fatal(err)
 	}
-	if !got.Default.Equal(row.Default) || !got.Milli.Equal(row.Milli) {
-		t.Fatalf("stored %v and %v, read back %v and %v", row.Default, row.Milli, got.Default, got.Milli)
+	if err := gdb.Take(&gotMilli, 1).Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		got  stampedRow
+		want time.Time
+	}{{got, d}, {stampedRow(gotMilli), m}} {
+		if !r.got.CreatedAt.Equal(r.want) || !r.got.UpdatedAt.Equal(r.want) {
+			t.Fatalf("stored %v, read back %v and %v", r.want, r.got.CreatedAt, r.got.UpdatedAt)
+		}
 	}
 }

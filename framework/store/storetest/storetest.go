@@ -11,7 +11,8 @@
 // (the database clock), snapshot.go (snapshot reads), pipeline.go (writes
 // queued for the next round trip), tracing.go (SQL spans), and the
 // statement families the framework owns on every database: rows.go (the
-// resource rows, rowstoretest), records.go (the idempotency records,
+// resource rows, [store.Rows], and [CheckTable], which checks a resource
+// table of the application's), records.go (the idempotency records,
 // [store.Records]) and outbox.go (the outbox's statements,
 // [store.Outbox]). A new driver is judged by this suite alone.
 package storetest

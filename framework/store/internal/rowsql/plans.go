@@ -1,4 +1,4 @@
-package collection
+package rowsql
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
@@ -28,14 +27,10 @@ import (
 // gorm (see insertPlanOf).
 type insertPlan struct {
 	// head is `INSERT INTO "table" ("a","b",…) VALUES `.
-	head   string
-	fields []*schema.Field
-	// question: the dialect's own placeholder is ? (SQLite, the MySQL
-	// family), not $n.
-	question bool
-	// sql caches the statement text for n rows, up to maxCachedRows rows:
-	// with numbered placeholders ($n, what a pipeline queues) at key n,
-	// in the dialect's own spelling (gorm's) at key -n.
+	head     string
+	fields   []*schema.Field
+	numbered bool
+	// sql caches the statement text for n rows, up to maxCachedRows rows.
 	sql sync.Map
 }
 
@@ -44,47 +39,16 @@ type insertPlan struct {
 // would grow without bound.
 const maxCachedRows = 128
 
-// planKey names a plan: one per dialect, naming strategy (which names the
-// columns), model type and table. Not the *gorm.Config: gorm copies it for
-// every session, so each transaction has its own.
+// planKey names a plan: one per model type and table.
 type planKey struct {
-	dialect string
-	naming  any
-	model   reflect.Type
-	table   string
-}
-
-// planKeyOf returns the key of a plan of model into table on db, or false
-// when db's naming strategy cannot be a key (a value that is not
-// comparable): no plan then.
-func planKeyOf(db *gorm.DB, model reflect.Type, table string) (planKey, bool) {
-	var naming any = db.NamingStrategy
-	if naming != nil && !reflect.ValueOf(naming).Comparable() {
-		return planKey{}, false
-	}
-	return planKey{dialect: db.Dialector.Name(), naming: naming, model: model, table: table}, true
-}
-
-// insertPlans caches the plan (or nil) of each planKey.
-var insertPlans sync.Map
-
-// insertPlanOf returns the plan of rows of type model (a struct type) into
-// table, or nil where gorm must write them: a model with gorm hooks or
-// create clauses of its fields, a column with a database default or an
-// auto-increment key (gorm leaves it out when zero and reads it back), or
-// a field of a type gorm's own encoding could treat differently from the
-// driver's (a slice or map without a driver.Valuer or serializer).
-func insertPlanOf(db *gorm.DB, table string, model reflect.Type) *insertPlan {
-	return cachedPlan(&insertPlans, db, table, model, newInsertPlan)
+	model reflect.Type
+	table string
 }
 
 // cachedPlan returns the plan of model into table on db from cache, made
 // by build the first time (nil is kept too: gorm does that write).
 func cachedPlan[P any](cache *sync.Map, db *gorm.DB, table string, model reflect.Type, build func(*gorm.DB, string, reflect.Type) *P) *P {
-	key, ok := planKeyOf(db, model, table)
-	if !ok {
-		return nil
-	}
+	key := planKey{model: model, table: table}
 	if pl, ok := cache.Load(key); ok {
 		return pl.(*P)
 	}
@@ -93,14 +57,32 @@ func cachedPlan[P any](cache *sync.Map, db *gorm.DB, table string, model reflect
 	return pl
 }
 
+// placeholder is the spelling of the n-th parameter of a statement.
+func (s Spelling) placeholder(n int) string {
+	if s.Numbered {
+		return "$" + strconv.Itoa(n)
+	}
+	return "?"
+}
+
+// insertPlanOf returns the plan of rows of type model (a struct type) into
+// table (the model's own when empty), or nil where gorm must write them:
+// a model with gorm hooks or create clauses of its fields, a column with
+// a database default or an auto-increment key (gorm leaves it out when
+// zero and reads it back), or a field of a type gorm's own encoding could
+// treat differently from the driver's (a slice or map without a
+// driver.Valuer or serializer).
+func (r *rows) insertPlanOf(db *gorm.DB, table string, model reflect.Type) *insertPlan {
+	return cachedPlan(&r.insertPlans, db, table, model, r.newInsertPlan)
+}
+
 var valuerType = reflect.TypeFor[driver.Valuer]()
 
-func newInsertPlan(db *gorm.DB, table string, model reflect.Type) *insertPlan {
-	stmt := &gorm.Statement{DB: db}
-	if err := stmt.Parse(reflect.New(model).Interface()); err != nil {
+func (r *rows) newInsertPlan(db *gorm.DB, table string, model reflect.Type) *insertPlan {
+	s, err := r.schemaOf(db, reflect.New(model).Interface())
+	if err != nil {
 		return nil
 	}
-	s := stmt.Schema
 	if table == "" {
 		table = s.Table
 	}
@@ -109,7 +91,7 @@ func newInsertPlan(db *gorm.DB, table string, model reflect.Type) *insertPlan {
 	}
 	var head strings.Builder
 	head.WriteString("INSERT INTO " + quote(db, table) + " (")
-	pl := &insertPlan{}
+	pl := &insertPlan{numbered: r.s.Numbered}
 	for _, name := range s.DBNames {
 		f := s.FieldsByDBName[name]
 		if !f.Creatable {
@@ -129,8 +111,7 @@ func newInsertPlan(db *gorm.DB, table string, model reflect.Type) *insertPlan {
 	}
 	head.WriteString(") VALUES ")
 	pl.head = head.String()
-	pl.question = placeholder(db, 1) == "?"
-	if !pl.matchesGorm(db, table, model) {
+	if !pl.matchesGorm(db, table, model, r.s) {
 		return nil
 	}
 	return pl
@@ -140,8 +121,9 @@ func newInsertPlan(db *gorm.DB, table string, model reflect.Type) *insertPlan {
 // spells the INSERT of one row of model into table as the plan does (the
 // same text, the same number of arguments): a plan is only a faster way to
 // send gorm's own statement, and a gorm that writes it differently (a
-// column order, a clause, a quoting of its own) gets its own way.
-func (pl *insertPlan) matchesGorm(db *gorm.DB, table string, model reflect.Type) bool {
+// column order, a clause, a quoting or a placeholder of its own) gets its
+// own way.
+func (pl *insertPlan) matchesGorm(db *gorm.DB, table string, model reflect.Type, s Spelling) bool {
 	dry := db.Session(&gorm.Session{DryRun: true, SkipHooks: true, NewDB: true}).
 		Table(table).Omit(clause.Associations).Create(reflect.New(model).Interface())
 	if dry.Error != nil {
@@ -154,7 +136,7 @@ func (pl *insertPlan) matchesGorm(db *gorm.DB, table string, model reflect.Type)
 		if j > 0 {
 			want.WriteByte(',')
 		}
-		want.WriteString(placeholder(db, j+1))
+		want.WriteString(s.placeholder(j + 1))
 	}
 	want.WriteByte(')')
 	return dry.Statement.SQL.String() == want.String() && len(dry.Statement.Vars) == len(pl.fields)
@@ -189,11 +171,10 @@ func plainValue(f *schema.Field) bool {
 }
 
 // statement returns the INSERT of rows (one addressable struct, or a slice
-// of them) and its arguments, with numbered placeholders ($1, $2, …, what
-// a pipeline queues) or, numbered false, in the dialect's own spelling,
-// gorm's. It reports false when a row needs gorm: an
-// autoCreateTime or autoUpdateTime column left zero, which gorm fills in.
-func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value, numbered bool) (string, []any, bool) {
+// of them) and its arguments, in the database's placeholders. It reports
+// false when a row needs gorm: an autoCreateTime or autoUpdateTime column
+// left zero, which gorm fills in.
+func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value) (string, []any, bool) {
 	n := 1
 	if rows.Kind() == reflect.Slice {
 		n = rows.Len()
@@ -212,12 +193,7 @@ func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value, numbere
 			args = append(args, v)
 		}
 	}
-	question := pl.question && !numbered
-	key := n
-	if !numbered {
-		key = -n
-	}
-	if sql, ok := pl.sql.Load(key); ok {
+	if sql, ok := pl.sql.Load(n); ok {
 		return sql.(string), args, true
 	}
 	var b strings.Builder
@@ -231,7 +207,7 @@ func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value, numbere
 			if j > 0 {
 				b.WriteByte(',')
 			}
-			if question {
+			if !pl.numbered {
 				b.WriteByte('?')
 				continue
 			}
@@ -242,38 +218,23 @@ func (pl *insertPlan) statement(ctx context.Context, rows reflect.Value, numbere
 	}
 	sql := b.String()
 	if n <= maxCachedRows {
-		pl.sql.Store(key, sql)
+		pl.sql.Store(n, sql)
 	}
 	return sql, args, true
 }
 
-// LaterCreate queues gorm's Create of rows (a pointer to a model, or to a
-// non-empty slice of them; associations are not written) on tx, as
-// [pipeline.Later] would queue it, into the model's own table. Where the
-// model's INSERT can be spelled once (see [RowStore.Create]) no gorm
-// statement is built per call; otherwise gorm builds it. Its error, passed
-// through wrap when set, is reported as Later's.
-func LaterCreate(ctx context.Context, tx *gorm.DB, rows any, wrap func(error) error) error {
-	if queued, err := laterInsert(ctx, tx, "", rows, wrap); queued || err != nil {
-		return err
-	}
-	return pipeline.Later(tx.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
-		return db.Omit(clause.Associations).Create(rows)
-	}, wrap)
-}
-
 // laterInsert queues the INSERT of rows (a pointer to a model, or to a
 // slice of them) into table (the model's own when "") on tx by its plan
-// ([pipeline.LaterSQL]), or, where tx does not pipeline (SQLite, a MySQL
+// (pipeline.LaterSQL), or, where tx does not pipeline (SQLite, a MySQL
 // pool that does not batch, the application's own transaction), sends it
 // now by the plan, straight to tx's connection: no gorm statement is
 // built either way. On SQLite, one writer at a time, what a write
 // transaction spends in the process it spends holding the database's
 // write lock. It reports false, having written nothing, where the plan
-// does not apply: gorm would split the rows (CreateBatchSize), or the
-// model or a row needs gorm.
-func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap func(error) error) (bool, error) {
-	if tx.CreateBatchSize > 0 || tx.DryRun {
+// does not apply: the plans are off, gorm would split the rows
+// (CreateBatchSize), or the model or a row needs gorm.
+func (r *rows) laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap func(error) error) (bool, error) {
+	if !r.plans || tx.CreateBatchSize > 0 || tx.DryRun {
 		// CreateBatchSize: gorm splits a slice into several INSERTs.
 		return false, nil
 	}
@@ -292,16 +253,15 @@ func laterInsert(ctx context.Context, tx *gorm.DB, table string, rows any, wrap 
 	if model.Kind() != reflect.Struct {
 		return false, nil
 	}
-	pl := insertPlanOf(tx, table, model)
+	pl := r.insertPlanOf(tx, table, model)
 	if pl == nil {
 		return false, nil
 	}
-	pipelined := pipeline.Pipelined(tx)
-	sql, args, ok := pl.statement(ctx, rv, pipelined)
+	sql, args, ok := pl.statement(ctx, rv)
 	if !ok {
 		return false, nil
 	}
-	if pipelined {
+	if pipeline.Pipelined(tx) {
 		return true, pipeline.LaterSQL(tx, sql, args, wrap)
 	}
 	start := time.Now()
@@ -333,58 +293,27 @@ type readPlan struct {
 	// sql is the statement by LiveOnly (index 1 skips tombstones).
 	sql [2]string
 	// clock, set where sql is a plain WHERE on the key (no joined row, so
-	// a miss returns no row: [compilingDriver]), reads the clock after a
-	// miss.
+	// a miss returns no row: [Spelling.CompilesEachStatement]), reads the
+	// clock after a miss.
 	clock string
 }
 
-// compilingDriver is implemented by a [store.Driver] whose database
-// compiles every statement it runs, each time (SQLite, whose pure-Go
-// driver keeps no compiled statement). The read plan is then a plain
-// WHERE on the key, which compiles in a fraction of the time of the outer
-// join that returns the clock on a miss too, and a miss reads the clock
-// with a second statement: a replay, which finds its row, costs one
-// short statement, and only a new ID pays two.
-type compilingDriver interface {
-	// CompilesEachStatement reports that the database compiles a
-	// statement's text every time it runs it.
-	CompilesEachStatement() bool
+// readPlanOf returns the plan of a read of model from table on db.
+func (r *rows) readPlanOf(db *gorm.DB, table string, model reflect.Type) *readPlan {
+	return cachedPlan(&r.readPlans, db, table, model, r.newReadPlan)
 }
 
-// uuidArgDriver is implemented by a [store.Driver] that sends a UUID
-// parameter better as a value of its own than as a uuid.UUID (PostgreSQL:
-// pgx encodes a uuid.UUID through its driver.Valuer, a string, on a
-// connection no write transaction has taught otherwise, as a pool
-// connection that only serves reads). The read plan passes the key's ID as
-// that value.
-type uuidArgDriver interface {
-	// UUIDArg returns id as the parameter the database's driver encodes
-	// directly, for a uuid column and for a text one.
-	UUIDArg(id uuid.UUID) any
-}
-
-// readPlans caches the plan (or nil) of each planKey.
-var readPlans sync.Map
-
-// readPlanOf returns the plan of a read of model from table on db, whose
-// database clock is spelled now ([store.Driver.Now]); plain: the row by a
-// plain WHERE and the clock apart after a miss ([compilingDriver]).
-func readPlanOf(db *gorm.DB, table string, model reflect.Type, now string, plain bool) *readPlan {
-	return cachedPlan(&readPlans, db, table, model, func(db *gorm.DB, table string, model reflect.Type) *readPlan {
-		return newReadPlan(db, table, model, now, plain)
-	})
-}
-
-func newReadPlan(db *gorm.DB, table string, model reflect.Type, now string, plain bool) *readPlan {
-	stmt := &gorm.Statement{DB: db}
-	if err := stmt.Parse(reflect.New(model).Interface()); err != nil || stmt.Schema.AfterFind {
+func (r *rows) newReadPlan(db *gorm.DB, table string, model reflect.Type) *readPlan {
+	s, err := r.schemaOf(db, reflect.New(model).Interface())
+	if err != nil || s.AfterFind {
 		return nil
 	}
+	now := r.d.Now()
 	t := quote(db, table)
-	on := t + ".tenant_id = " + placeholder(db, 1) + " AND " + t + ".id = " + placeholder(db, 2)
+	on := t + ".tenant_id = " + r.s.placeholder(1) + " AND " + t + ".id = " + r.s.placeholder(2)
 	base := "SELECT " + now + ", " + t + ".* FROM (SELECT 1) AS " + quote(db, "retrysafe_one") + " LEFT JOIN " + t + " ON " + on
-	pl := &readPlan{schema: stmt.Schema}
-	if plain {
+	pl := &readPlan{schema: s}
+	if r.s.CompilesEachStatement {
 		base = "SELECT " + now + ", " + t + ".* FROM " + t + " WHERE " + on
 		pl.clock = "SELECT " + now
 	}
@@ -394,10 +323,10 @@ func newReadPlan(db *gorm.DB, table string, model reflect.Type, now string, plai
 
 // read loads the row of key into dest (an addressable struct) on db and
 // returns whether there was one and the database clock as of the read,
-// through drv's own row read where it has one ([store.QueryRow]) and
-// with the ID as drv sends it ([uuidArgDriver]); drv may be nil. The
+// through the driver's own row read where it has one ([store.QueryRow])
+// and with the ID as the driver sends it ([Spelling.UUIDArg]). The
 // statement is reported to db's gorm logger as gorm would report it.
-func (pl *readPlan) read(ctx context.Context, db *gorm.DB, drv store.Driver, key RowKey, liveOnly bool, dest reflect.Value) (found bool, now time.Time, err error) {
+func (pl *readPlan) read(ctx context.Context, db *gorm.DB, s Spelling, key store.RowKey, liveOnly bool, dest reflect.Value) (found bool, now time.Time, err error) {
 	query := pl.sql[0]
 	if liveOnly {
 		query = pl.sql[1]
@@ -411,8 +340,8 @@ func (pl *readPlan) read(ctx context.Context, db *gorm.DB, drv store.Driver, key
 		db.Logger.Trace(ctx, start, func() (string, int64) { return query, n }, err)
 	}()
 	var id any = key.ID
-	if d, ok := drv.(uuidArgDriver); ok {
-		id = d.UUIDArg(key.ID)
+	if s.UUIDArg != nil {
+		id = s.UUIDArg(key.ID)
 	}
 	var clock store.DatabaseTime
 	var values []any
@@ -438,7 +367,7 @@ func (pl *readPlan) read(ctx context.Context, db *gorm.DB, drv store.Driver, key
 		}
 		return values
 	}
-	got, err := store.QueryRow(ctx, drv, db.Statement.ConnPool, query, []any{key.Tenant, id}, destOf)
+	got, err := store.QueryRow(ctx, s.QueryRow, db.Statement.ConnPool, query, []any{key.Tenant, id}, destOf)
 	if err != nil {
 		return false, now, err
 	}
@@ -472,12 +401,4 @@ func (pl *readPlan) read(ctx context.Context, db *gorm.DB, drv store.Driver, key
 
 // errNoClockRow: the read plan's statement, which always returns one row,
 // returned none.
-var errNoClockRow = errors.New("collection: the read of a row and the database clock returned no row")
-
-// placeholder is the dialector's spelling of the n-th parameter of a
-// statement ($n on PostgreSQL, ? elsewhere), from gorm's own BindVarTo.
-func placeholder(db *gorm.DB, n int) string {
-	var b strings.Builder
-	db.Dialector.BindVarTo(&b, &gorm.Statement{DB: db, Vars: make([]any, n)}, nil)
-	return b.String()
-}
+var errNoClockRow = errors.New("rowsql: the read of a row and the database clock returned no row")
