@@ -89,8 +89,8 @@ type Resource[Cmd, Model any] struct {
 	// first finds the row), this transaction fails and the hook's writes
 	// are rolled back with it, so the hook must write only on tx, never
 	// outside the database, and leave c.Model as it is: the PUT goes on
-	// with it. Writes whose answer it does not
-	// need go out fastest through pipeline.Later (outbox.Append does).
+	// with it. Writes whose answer it does not need go out fastest as the
+	// store queues them for the COMMIT (outbox.Append, store.Rows.Create).
 	OnCreateFunc func(ctx context.Context, tx *gorm.DB, c Change[Model]) error
 	// OnReplaceFunc, when set, runs inside a replace's transaction after the
 	// row and its child rows were written, only when the replace happened

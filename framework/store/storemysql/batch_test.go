@@ -18,8 +18,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/store/internal/pipeline"
 	"github.com/retrysafe/retrysafe/framework/store/storemysql"
-	"github.com/retrysafe/retrysafe/internal/pipeline"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/migrations"
 )

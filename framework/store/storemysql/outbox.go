@@ -11,7 +11,7 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/framework/store/internal/outboxsql"
-	"github.com/retrysafe/retrysafe/internal/pipeline"
+	"github.com/retrysafe/retrysafe/framework/store/internal/pipeline"
 )
 
 // Outbox returns the outbox's statements on the MySQL family: the shared

@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/store"
+	"github.com/retrysafe/retrysafe/framework/store/internal/pipeline"
 	"github.com/retrysafe/retrysafe/framework/store/storetest"
-	"github.com/retrysafe/retrysafe/internal/pipeline"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 

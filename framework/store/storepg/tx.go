@@ -13,7 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/store"
-	"github.com/retrysafe/retrysafe/internal/pipeline"
+	"github.com/retrysafe/retrysafe/framework/store/internal/pipeline"
 )
 
 // errCommitRolledBack is returned when PostgreSQL answered COMMIT with

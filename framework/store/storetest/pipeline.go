@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/store"
-	"github.com/retrysafe/retrysafe/internal/pipeline"
+	"github.com/retrysafe/retrysafe/framework/store/internal/pipeline"
 )
 
 // kvStore opens a store of its own on h with a table kv (k, v).

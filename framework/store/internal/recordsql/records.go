@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/store"
-	"github.com/retrysafe/retrysafe/internal/pipeline"
+	"github.com/retrysafe/retrysafe/framework/store/internal/pipeline"
 )
 
 // New returns the [store.Records] of the spelling s, whose driver

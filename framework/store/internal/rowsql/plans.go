@@ -15,7 +15,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/retrysafe/retrysafe/framework/store"
-	"github.com/retrysafe/retrysafe/internal/pipeline"
+	"github.com/retrysafe/retrysafe/framework/store/internal/pipeline"
 )
 
 // insertPlan is the INSERT of one model type into one table, spelled as

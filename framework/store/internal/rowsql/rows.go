@@ -14,7 +14,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/retrysafe/retrysafe/framework/store"
-	"github.com/retrysafe/retrysafe/internal/pipeline"
+	"github.com/retrysafe/retrysafe/framework/store/internal/pipeline"
 )
 
 // New returns the [store.Rows] of driver d, whose database is spelled s.

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/retrysafe/retrysafe/internal/pipeline"
+	"github.com/retrysafe/retrysafe/framework/store/internal/pipeline"
 )
 
 // TestQuestionMarks: numbered placeholders become ?, with the arguments
