@@ -2,21 +2,19 @@ package migrations_test
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pressly/goose/v3/database"
 
-	"github.com/retrysafe/retrysafe/framework/store/storemysql"
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
-func openMySQL(t *testing.T) *sql.DB {
+func openMySQL(t *testing.T) *store.DB {
 	t.Helper()
-	db, err := storemysql.OpenDB(testdb.New(t, "mysql"), 5*time.Second)
+	db, err := store.Open(context.Background(), testdb.New(t, "mysql"), store.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,12 +36,12 @@ func TestMySQLMigrationsRerunAfterACrash(t *testing.T) {
 		"CREATE SEQUENCE idempotency_records_fence_seq",
 		"CREATE TABLE outbox_sequences (tenant_id VARCHAR(255) NOT NULL, aggregate_type VARCHAR(255) NOT NULL, aggregate_id VARCHAR(255) NOT NULL, last_seq BIGINT NOT NULL, PRIMARY KEY (tenant_id, aggregate_type, aggregate_id))",
 	} {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
+		if _, err := db.SQL().ExecContext(ctx, stmt); err != nil {
 			t.Fatal(err)
 		}
 	}
 	upTwiceAtOnce(t, db)
-	list, err := migrations.Status(ctx, db, "mysql")
+	list, err := migrations.Status(ctx, db)
 	if err != nil || len(list) < 4 {
 		t.Fatalf("Status = %+v, %v", list, err)
 	}
@@ -53,7 +51,7 @@ func TestMySQLMigrationsRerunAfterACrash(t *testing.T) {
 		}
 	}
 	var tables []string
-	rows, err := db.QueryContext(ctx, "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name")
+	rows, err := db.SQL().QueryContext(ctx, "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +73,11 @@ func TestMySQLMigrationsRerunAfterACrash(t *testing.T) {
 
 // upTwiceAtOnce runs Up from two goroutines at once, as two processes
 // starting together would.
-func upTwiceAtOnce(t *testing.T, db *sql.DB) {
+func upTwiceAtOnce(t *testing.T, db *store.DB) {
 	t.Helper()
 	done := make(chan error, 2)
 	for range 2 {
-		go func() { done <- migrations.Up(context.Background(), db, "mysql") }()
+		go func() { done <- migrations.Up(context.Background(), db) }()
 	}
 	for range 2 {
 		if err := <-done; err != nil {
@@ -103,15 +101,15 @@ func TestMySQLMigrationsRerunAfterACrashBeforeTheZeroVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := vs.CreateVersionTable(ctx, db); err != nil {
+	if err := vs.CreateVersionTable(ctx, db.SQL()); err != nil {
 		t.Fatal(err)
 	}
 	upTwiceAtOnce(t, db)
 	var zeros, versions int
-	if err := db.QueryRowContext(ctx, "SELECT SUM(version_id = 0), COUNT(*) FROM "+migrations.VersionTable).Scan(&zeros, &versions); err != nil {
+	if err := db.SQL().QueryRowContext(ctx, "SELECT SUM(version_id = 0), COUNT(*) FROM "+migrations.VersionTable).Scan(&zeros, &versions); err != nil {
 		t.Fatal(err)
 	}
-	list, err := migrations.Status(ctx, db, "mysql")
+	list, err := migrations.Status(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,18 +132,18 @@ func TestMySQLKeysAreBytesAndUUIDsHaveOneSpelling(t *testing.T) {
 	t.Parallel()
 	db := openMySQL(t)
 	ctx := context.Background()
-	if err := migrations.Up(ctx, db, "mysql"); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	for _, agg := range []string{"k", "K", "k ", "ké"} {
-		if _, err := db.ExecContext(ctx, "INSERT INTO outbox_sequences (tenant_id, aggregate_type, aggregate_id, last_seq) VALUES ('t', 'a', ?, 1)", agg); err != nil {
+		if _, err := db.SQL().ExecContext(ctx, "INSERT INTO outbox_sequences (tenant_id, aggregate_type, aggregate_id, last_seq) VALUES ('t', 'a', ?, 1)", agg); err != nil {
 			t.Fatalf("aggregate %q: %v", agg, err)
 		}
 	}
 	seq := 0
 	event := func(id string) error {
 		seq++
-		_, err := db.ExecContext(ctx, `INSERT INTO outbox_events (id, tenant_id, type, aggregate_type, aggregate_id, seq, payload, headers, created_at, available_at)
+		_, err := db.SQL().ExecContext(ctx, `INSERT INTO outbox_events (id, tenant_id, type, aggregate_type, aggregate_id, seq, payload, headers, created_at, available_at)
 VALUES (?, 't', 'e', 'a', 'x', ?, '{}', '{}', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`, id, seq)
 		return err
 	}
@@ -160,7 +158,7 @@ VALUES (?, 't', 'e', 'a', 'x', ?, '{}', '{}', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6)
 			t.Fatalf("UUID spelled %q: %v, want %s", bad, err, code)
 		}
 	}
-	_, err := db.ExecContext(ctx, "INSERT INTO inbox_messages (consumer, message_id, received_at) VALUES (?, 'm', UTC_TIMESTAMP(6))", strings.Repeat("c", 256))
+	_, err := db.SQL().ExecContext(ctx, "INSERT INTO inbox_messages (consumer, message_id, received_at) VALUES (?, 'm', UTC_TIMESTAMP(6))", strings.Repeat("c", 256))
 	if err == nil || !strings.Contains(err.Error(), "Error 1406") {
 		t.Fatalf("a too long value: %v, want error 1406 (data too long)", err)
 	}

@@ -2,7 +2,6 @@ package migrations
 
 import (
 	"context"
-	"io/fs"
 	"testing"
 	"time"
 
@@ -26,17 +25,10 @@ func TestOutboxPublishedMovesPublishedEvents(t *testing.T) {
 		}
 		defer db.Close()
 		if db.Driver.Name() == "mysql" {
-			t.Skip("the MySQL outbox_events never held published rows (migrations/mysql/00002): nothing to move")
+			t.Skip("the MySQL outbox_events never held published rows (storemysql's migration 00002): nothing to move")
 		}
-		dialect := goose.DialectSQLite3
-		if db.Driver.Name() == "postgres" {
-			dialect = goose.DialectPostgres
-		}
-		fsys, err := fs.Sub(files, db.Driver.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := goose.NewProvider(dialect, db.SQL(), fsys, goose.WithDisableGlobalRegistry(true), goose.WithTableName(VersionTable))
+		m := db.Driver.Migrations()
+		p, err := goose.NewProvider(goose.Dialect(m.Dialect), db.SQL(), m.Files, goose.WithDisableGlobalRegistry(true), goose.WithTableName(VersionTable))
 		if err != nil {
 			t.Fatal(err)
 		}

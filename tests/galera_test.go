@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -83,7 +83,7 @@ func TestGalera(t *testing.T) {
 // galeraDatabase creates database name on the cluster and applies the
 // framework's migrations there as the demo would, but with migration
 // 00001's sequence created without a cache (NOCACHE), which Galera
-// requires: the files of migrations/mysql, that one statement changed,
+// requires: the files of storemysql's migrations, that one statement changed,
 // under the framework's version table, so that the demo finds them
 // applied and goes on with its own. Once no migration has that statement,
 // it applies the framework's migrations as they are.
@@ -91,33 +91,34 @@ func galeraDatabase(t *testing.T, c *galera.Cluster, name string) {
 	t.Helper()
 	c.CreateDatabase(name)
 	const sequence = "CREATE SEQUENCE IF NOT EXISTS idempotency_records_fence_seq;"
-	files, err := filepath.Glob(filepath.Join("..", "migrations", "mysql", "*.sql"))
+	own := storemysql.Driver{}.Migrations().Files
+	files, err := fs.Glob(own, "*.sql")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("the framework's MySQL migrations: %v (%d files)", err, len(files))
 	}
 	fsys, changed := fstest.MapFS{}, false
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := fs.ReadFile(own, f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if bytes.Contains(b, []byte(sequence)) {
 			b, changed = bytes.Replace(b, []byte(sequence), []byte(strings.TrimSuffix(sequence, ";")+" NOCACHE;"), 1), true
 		}
-		fsys["mysql/"+filepath.Base(f)] = &fstest.MapFile{Data: b}
+		fsys["mysql/"+f] = &fstest.MapFile{Data: b}
 	}
-	db, err := storemysql.OpenDB(c.URL(0, name), 5*time.Second)
+	db, err := store.Open(context.Background(), c.URL(0, name), store.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	if !changed { // the migration no longer has that statement: as it is
-		if err := migrations.Up(context.Background(), db, "mysql"); err != nil {
+		if err := migrations.Up(context.Background(), db); err != nil {
 			t.Fatalf("the framework's migrations: %v", err)
 		}
 		return
 	}
-	if err := migrations.Apply(context.Background(), db, "mysql", fsys, migrations.VersionTable); err != nil {
+	if err := migrations.Apply(context.Background(), db, fsys, migrations.VersionTable); err != nil {
 		t.Fatalf("the framework's migrations with a NOCACHE sequence: %v", err)
 	}
 }
@@ -227,12 +228,12 @@ func galeraMigrations(t *testing.T, c *galera.Cluster) {
 	c.CreateDatabase("migrations")
 	ctx := context.Background()
 	for node := range galera.Nodes {
-		db, err := storemysql.OpenDB(c.URL(node, "migrations"), 5*time.Second)
+		db, err := store.Open(ctx, c.URL(node, "migrations"), store.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		if err := migrations.Up(ctx, db, "mysql"); err != nil {
+		if err := migrations.Up(ctx, db); err != nil {
 			t.Fatalf("migrations on node %d: %v", node+1, err)
 		}
 		c.CatchUp()

@@ -35,7 +35,7 @@ func TestMigratingDocOnAPlainRouter(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = db.Close() })
-		if err := schema.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+		if err := schema.Up(ctx, db); err != nil {
 			t.Fatal(err)
 		}
 		tokens := map[string]string{tokenAcme: "acme", tokenGlobex: "globex"}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/retrysafe/retrysafe/framework/store"
+	_ "github.com/retrysafe/retrysafe/framework/store/storepg"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/schema"
 )
@@ -58,12 +60,12 @@ func TestSettlePlansOrderKeysByPrimaryKey(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = d.Close() })
 	b := &bench{db: d}
-	db, err := bulkDB(d)
+	db, err := store.Open(ctx, d.DSN, store.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := schema.Up(ctx, db, d.Dialect); err != nil {
+	if err := schema.Up(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	// On the new, empty table PostgreSQL 15 picks a list index here (not

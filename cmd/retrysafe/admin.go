@@ -65,7 +65,7 @@ func migrateStatus(c *cli, fs *flag.FlagSet) func(context.Context, []string) err
 			return err
 		}
 		defer db.Close()
-		status, err := migrations.Status(ctx, db.SQL(), db.Driver.Name())
+		status, err := migrations.Status(ctx, db)
 		if err != nil {
 			return db.Classify(err)
 		}
@@ -109,11 +109,11 @@ func migrateUp(c *cli, fs *flag.FlagSet) func(context.Context, []string) error {
 			return err
 		}
 		defer db.Close()
-		before, err := migrations.Status(ctx, db.SQL(), db.Driver.Name())
+		before, err := migrations.Status(ctx, db)
 		if err != nil {
 			return db.Classify(err)
 		}
-		if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+		if err := migrations.Up(ctx, db); err != nil {
 			return db.Classify(err)
 		}
 		var applied []string

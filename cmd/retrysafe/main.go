@@ -236,7 +236,7 @@ func (c *cli) open(ctx context.Context, create, migrated bool) (*store.DB, error
 }
 
 func checkMigrated(ctx context.Context, db *store.DB) error {
-	status, err := migrations.Status(ctx, db.SQL(), db.Driver.Name())
+	status, err := migrations.Status(ctx, db)
 	if err != nil {
 		return db.Classify(err)
 	}

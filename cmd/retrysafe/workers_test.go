@@ -25,7 +25,7 @@ func migrated(t *testing.T, dsn string) *store.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if err := migrations.Up(context.Background(), db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
 	return db

@@ -158,14 +158,14 @@ func newService(ctx context.Context, dsn string, tokens map[string]string, logge
 
 func build(ctx context.Context, db *store.DB, tokens map[string]string, logger *slog.Logger) (*service, error) {
 	// The framework's tables (idempotency records), then this service's.
-	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		return nil, err
 	}
 	schema, err := fs.Sub(schemaFiles, "schema")
 	if err != nil {
 		return nil, err
 	}
-	if err := migrations.Apply(ctx, db.SQL(), db.Driver.Name(), schema, "credits_schema_version"); err != nil {
+	if err := migrations.Apply(ctx, db, schema, "credits_schema_version"); err != nil {
 		return nil, err
 	}
 	registry := prometheus.NewRegistry()

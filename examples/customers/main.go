@@ -27,7 +27,8 @@ import (
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
-// schema holds the customers table, one goose source per dialect.
+// schema holds the customers table, one goose source per database,
+// named after its store driver (schema/postgres, schema/sqlite, schema/mysql).
 //
 //go:embed schema/postgres/*.sql schema/sqlite/*.sql schema/mysql/*.sql
 var schema embed.FS
@@ -101,15 +102,14 @@ func openGorm(dsn string, logger *slog.Logger) (*gorm.DB, error) {
 // newHandler applies the framework's tables and the customers table, and
 // mounts the customers resource behind bearer-token auth.
 func newHandler(ctx context.Context, db *store.DB, tokens map[string]string, logger *slog.Logger) (http.Handler, error) {
-	dialect := db.Driver.Name()
-	if err := migrations.Up(ctx, db.SQL(), dialect); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		return nil, err
 	}
 	tables, err := fs.Sub(schema, "schema")
 	if err != nil {
 		return nil, err
 	}
-	if err := migrations.Apply(ctx, db.SQL(), dialect, tables, "customers_schema_version"); err != nil {
+	if err := migrations.Apply(ctx, db, tables, "customers_schema_version"); err != nil {
 		return nil, err
 	}
 	engine, err := framework.NewEngine(db, framework.EngineConfig{Logger: logger})

@@ -23,7 +23,7 @@ func claimBench(b *testing.B, dialect string) *Adapter {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = db.Close() })
-	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		b.Fatal(err)
 	}
 	e, err := framework.NewEngine(db, framework.EngineConfig{})

@@ -29,7 +29,7 @@ func openKeys(ctx context.Context, dir string) (*store.DB, *postkeys.Adapter) {
 	if err != nil {
 		panic(err)
 	}
-	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		panic(err)
 	}
 	engine, _ := framework.NewEngine(db, framework.EngineConfig{})

@@ -38,7 +38,7 @@ func Example() {
 		panic(err)
 	}
 	defer db.Close()
-	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		panic(err)
 	}
 	db.Gorm.Exec("CREATE TABLE balances (account TEXT PRIMARY KEY, amount INTEGER NOT NULL)")

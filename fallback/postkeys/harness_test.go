@@ -246,7 +246,7 @@ func setupWith(t *testing.T, dsn string, storeCfg store.Config, tweak func(*post
 func setupOn(t *testing.T, db *store.DB, tweak func(*postkeys.Config, *widgets)) *harness {
 	t.Helper()
 	ctx := context.Background()
-	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		t.Fatalf("migrations: %v", err)
 	}
 	for _, stmt := range []string{

@@ -200,7 +200,7 @@ func setup(t *testing.T, dsn string, opts ...func(*setupOptions)) *harness {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	if o.outbox {
-		if err := migrations.Up(context.Background(), db.SQL(), db.Driver.Name()); err != nil {
+		if err := migrations.Up(context.Background(), db); err != nil {
 			t.Fatal(err)
 		}
 	}

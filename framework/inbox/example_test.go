@@ -26,7 +26,7 @@ func ExampleInbox_Process() {
 		panic(err)
 	}
 	defer db.Close()
-	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		panic(err)
 	}
 	db.Gorm.Exec("CREATE TABLE ledger (payment TEXT NOT NULL, amount INTEGER NOT NULL)")

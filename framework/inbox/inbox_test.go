@@ -25,7 +25,7 @@ func setup(t *testing.T, dsn string) (*store.DB, *inbox.Inbox, *time.Time) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Gorm.Exec("CREATE TABLE effects (message_id TEXT NOT NULL)").Error; err != nil {

@@ -25,7 +25,7 @@ func Example() {
 		panic(err)
 	}
 	defer db.Close()
-	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		panic(err)
 	}
 

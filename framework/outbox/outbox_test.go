@@ -34,7 +34,7 @@ func setup(t testing.TB, dsn string) *store.DB {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		t.Fatalf("migrations: %v", err)
 	}
 	return db

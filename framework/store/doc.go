@@ -75,6 +75,14 @@
 // the read of a row by its key with the database clock in one statement);
 // [Config.DisableRowPlans] turns them off for the bench.
 //
+// Migrations are the driver's too: each driver package carries the
+// framework's tables on its database as goose SQL files and declares what
+// goose needs there ([Driver.Migrations]: goose's dialect, whether DDL is
+// transactional, the lock concurrent migrators take turns on);
+// [DB.Migrate] runs goose with it, for the framework's tables
+// (migrations.Up) and an application's own (migrations.Apply), each in a
+// version table of its own.
+//
 // The transactional outbox's statements are the driver's too
 // ([Driver.Outbox], [Outbox]): one method and one parameter struct per
 // statement, as in river's riverdriver. Package framework/outbox keeps the

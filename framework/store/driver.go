@@ -26,8 +26,9 @@ import (
 // new database family is a package beside the others that passes the
 // contract suite in storetest (docs/design-notes.md, "The storage seam").
 type Driver interface {
-	// Name is the family's name ("postgres", "sqlite"): the folder of its
-	// migrations and the db.system.name of the store's spans.
+	// Name is the family's name ("postgres", "mysql", "sqlite"): the
+	// db.system.name of the store's spans, and the folder of an
+	// application's own migrations for this database (migrations.Apply).
 	Name() string
 	// Dialectors are the names of the gorm dialectors
 	// (gorm.Dialector.Name) whose handles [New] gives to this driver.
@@ -93,6 +94,9 @@ type Driver interface {
 	// Outbox returns the statements of the transactional outbox on this
 	// database ([Outbox]).
 	Outbox() Outbox
+	// Migrations returns the framework's migrations on this database and
+	// what goose needs to apply migrations there ([DB.Migrate]).
+	Migrations() Migrations
 }
 
 // TxOptions are what [Driver.Begin] sets on one transaction.

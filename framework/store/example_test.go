@@ -35,7 +35,7 @@ func ExampleNew() {
 	}
 	defer db.Close()
 	// The framework's own tables, and nothing of the demo's.
-	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		panic(err)
 	}
 	engine, err := framework.NewEngine(db, framework.EngineConfig{})

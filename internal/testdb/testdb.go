@@ -154,7 +154,7 @@ func fromEnv(tb testing.TB, name string) string {
 
 // newMySQLDatabase creates a database of its own for the test on the
 // TEST_MYSQL_URL server (utf8mb4 with a binary, no-pad collation: the
-// tables' default, see migrations/mysql) and drops it at cleanup.
+// tables' default, see storemysql's migrations) and drops it at cleanup.
 func newMySQLDatabase(tb testing.TB) string {
 	tb.Helper()
 	base := MySQL(tb)

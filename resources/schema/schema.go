@@ -1,7 +1,8 @@
 // Package schema holds the tables of the example resources and the demo
 // (orders, transfers and accounts, payments, the sandbox provider's
-// charges, the ledger), one embedded goose source per dialect, apart from the
-// framework's own tables in package migrations.
+// charges, the ledger), one embedded goose source per database, named
+// after its driver (postgres/, sqlite/, mysql/), apart from the
+// framework's own tables (package migrations).
 //
 // It is what an application does for its own tables: an embedded source
 // applied with [migrations.Apply] under a version table of its own.
@@ -9,9 +10,9 @@ package schema
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 
+	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/migrations"
 )
 
@@ -22,10 +23,10 @@ const VersionTable = "retrysafe_examples_schema_version"
 var files embed.FS
 
 // Up applies the framework's migrations and then the example resources'
-// tables for dialect ("postgres" or "sqlite").
-func Up(ctx context.Context, db *sql.DB, dialect string) error {
-	if err := migrations.Up(ctx, db, dialect); err != nil {
+// tables, the folder of db's driver (store.Driver.Name).
+func Up(ctx context.Context, db *store.DB) error {
+	if err := migrations.Up(ctx, db); err != nil {
 		return err
 	}
-	return migrations.Apply(ctx, db, dialect, files, VersionTable)
+	return migrations.Apply(ctx, db, files, VersionTable)
 }

@@ -168,7 +168,7 @@ func (cfg Config) withDefaults() Config {
 }
 
 func build(ctx context.Context, db *store.DB, cfg Config) (*App, error) {
-	if err := schema.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := schema.Up(ctx, db); err != nil {
 		return nil, err
 	}
 	registry := prometheus.NewRegistry()

@@ -33,7 +33,7 @@ func setupBench(t testing.TB, dialect string) (*store.DB, *testnats.Server, *nat
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	pub, err := natsjs.NewPublisher(srv.JetStream, natsjs.Config{Stream: srv.Stream, SubjectPrefix: srv.SubjectPrefix})

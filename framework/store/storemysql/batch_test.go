@@ -321,7 +321,7 @@ func TestABatchedOutboxFailureIsItsStatement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, gdb := countedStore(t, true, new(atomic.Int64))
-	if err := migrations.Up(ctx, db.SQL(), db.Driver.Name()); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)

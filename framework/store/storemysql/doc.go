@@ -50,4 +50,12 @@
 //
 // On any other pool each statement is a round trip of its own, with the
 // same results.
+//
+// The package owns everything the framework does differently on the MySQL
+// family: the spellings of the statements written once in the store (the
+// resource rows' [Driver.Rows], the idempotency records', the outbox's),
+// the error numbers ([Driver.Classify]), the transactions, and the
+// framework's tables on it (migrations/, [Driver.Migrations]): DDL there
+// commits by itself, so every statement of those files is safe to run
+// again after a crash half-way, and migrators take turns on GET_LOCK.
 package storemysql

@@ -38,7 +38,7 @@ var _ store.Driver = Driver{}
 // MinMariaDBVersion is the oldest MariaDB [store.New] accepts: the
 // framework's SQL and tables need sequences (10.3, the fences), INSERT …
 // RETURNING (10.5), SELECT … FOR UPDATE SKIP LOCKED (10.6) and the UUID
-// type (10.7, the IDs of migrations/mysql).
+// type (10.7, the IDs of its migrations).
 const MinMariaDBVersion = "10.7"
 
 // Name is "mysql".

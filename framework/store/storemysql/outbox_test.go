@@ -37,7 +37,7 @@ func TestTheClaimRunsWithoutTheSubqueryCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if err := migrations.Up(ctx, db.SQL(), "mysql"); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	const prefix = "SET STATEMENT optimizer_switch = 'subquery_cache=off' FOR "
@@ -87,11 +87,11 @@ func relayStore(t *testing.T, params string) (*store.DB, *gorm.DB, *sql.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := migrations.Up(ctx, pool, "mysql"); err != nil {
-		t.Fatal(err)
-	}
 	db, err := store.New(ctx, gdb, store.Config{LockTimeout: time.Second})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Up(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	return db, gdb, pool
@@ -223,7 +223,7 @@ func TestASettledBatchIsOneDelete(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, gdb := countedStore(t, true, new(atomic.Int64))
-	if err := migrations.Up(ctx, db.SQL(), "mysql"); err != nil {
+	if err := migrations.Up(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)

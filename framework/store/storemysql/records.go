@@ -38,7 +38,7 @@ var _ recordsql.Respellable = Driver{}
 // records is the record SQL of the MySQL family (MariaDB 10.7+), in
 // one place. The clock is UTC_TIMESTAMP(6), which no session time zone
 // shifts; durations are microseconds. Fences come from a sequence
-// (migrations/mysql/00001), so they never repeat for a key. MySQL has no
+// (migrations/00001), so they never repeat for a key. MySQL has no
 // ON CONFLICT and no UPDATE … RETURNING, so three claims (and the upsert
 // of an operation's codes, ON DUPLICATE KEY UPDATE) are spelled otherwise,
 // each still one statement against the primary key:

@@ -14,6 +14,14 @@
 // nothing needs (child rows, outbox events, savepoints) travel with the
 // next statement or with COMMIT. A snapshot read is one batch: BEGIN
 // REPEATABLE READ READ ONLY, the queries, COMMIT.
+//
+// The package owns everything the framework does differently on
+// PostgreSQL: the spellings of the statements written once in the store
+// (the resource rows' [Driver.Rows], with a row read through pgx; the
+// idempotency records'; the outbox's), the SQLSTATEs ([Driver.Classify]),
+// the pipelined transactions, and the framework's tables on it
+// (migrations/, [Driver.Migrations], applied in transactions under an
+// advisory lock).
 package storepg
 
 import (

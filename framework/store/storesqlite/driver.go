@@ -12,6 +12,13 @@
 // A write transaction takes the database's write lock up front (BEGIN
 // IMMEDIATE), so that two writers never deadlock on a lock upgrade; the
 // database must be in WAL mode, so that readers never block the writer.
+//
+// The package owns everything the framework does differently on SQLite:
+// the spellings of the statements written once in the store (the resource
+// rows' [Driver.Rows], spelled short because the driver compiles every
+// statement; the idempotency records'; the outbox's), the result codes
+// ([Driver.Classify]), the clock's millisecond resolution, and the
+// framework's tables on it (migrations/, [Driver.Migrations]).
 package storesqlite
 
 import (

@@ -11,7 +11,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/retrysafe/retrysafe/framework/store"
-	"github.com/retrysafe/retrysafe/migrations"
 )
 
 // testOutbox runs the contract of the outbox's statements ([store.Outbox])
@@ -35,9 +34,7 @@ func testOutbox(t *testing.T, h Harness) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			db := open(t, h, store.Config{LockTimeout: 2 * time.Second})
-			if err := migrations.Up(context.Background(), db.SQL(), db.Driver.Name()); err != nil {
-				t.Fatal(err)
-			}
+			migrate(t, db)
 			tc.run(t, &outboxCase{db: db, ob: db.Driver.Outbox(), now: time.Now().UTC().Truncate(time.Millisecond)})
 		})
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/framework/store/internal/recordsql"
-	"github.com/retrysafe/retrysafe/migrations"
 )
 
 // ShiftRecordClock makes the idempotency records of db read the database
@@ -91,9 +90,7 @@ func testRecords(t *testing.T, h Harness) {
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
 					db := handle.open(t)
-					if err := migrations.Up(context.Background(), db.SQL(), db.Driver.Name()); err != nil {
-						t.Fatal(err)
-					}
+					migrate(t, db)
 					c := &recordsCase{t: t, db: db, ctx: context.Background()}
 					c.production = db.Driver.Records()
 					ShiftRecordClock(t, db, c.clock.offset)

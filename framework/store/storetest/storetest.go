@@ -9,8 +9,9 @@
 // A file per concern: write.go (transactions, lock timeouts,
 // cancellation), errors.go (the sentinel errors of Classify), clock.go
 // (the database clock), snapshot.go (snapshot reads), pipeline.go (writes
-// queued for the next round trip), tracing.go (SQL spans), and the
-// statement families the framework owns on every database: rows.go (the
+// queued for the next round trip), tracing.go (SQL spans), migrations.go
+// (the driver's migrations, [store.DB.Migrate]), and the statement
+// families the framework owns on every database: rows.go (the
 // resource rows, [store.Rows], and [CheckTable], which checks a resource
 // table of the application's), records.go (the idempotency records,
 // [store.Records]) and outbox.go (the outbox's statements,
@@ -71,6 +72,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"ExecAndLaterExec", testExecAndLaterExec},
 		{"QueryAfterAFailedWrite", testQueryAfterAFailedWrite},
 		{"SQLSpansRedactErrors", testSQLSpansRedactErrors},
+		{"Migrations", testMigrations},
 		{"Rows", testRows},
 		{"Records", testRecords},
 		{"Outbox", testOutbox},

@@ -29,7 +29,7 @@ func openDB(t *testing.T, dsn string) *store.DB {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if err := schema.Up(context.Background(), db.SQL(), db.Driver.Name()); err != nil {
+	if err := schema.Up(context.Background(), db); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	return db

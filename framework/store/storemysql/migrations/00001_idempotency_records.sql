@@ -1,6 +1,6 @@
 -- +goose NO TRANSACTION
 -- +goose Up
--- The MySQL family (MariaDB 10.7+) mirrors migrations/postgres. DDL is not
+-- The MySQL family (MariaDB 10.7+) mirrors storepg's migrations. DDL is not
 -- transactional there (each statement commits on its own), so a migration
 -- that crashed half-way is applied again from its first statement: every
 -- statement of every MySQL migration is written to be safe to re-run
