@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/retrysafe/retrysafe/fallback/postkeys"
 	"github.com/retrysafe/retrysafe/framework"
@@ -155,66 +156,47 @@ func (t *Transfers) execute(ctx context.Context, tx *gorm.DB, req postkeys.Reque
 	return postkeys.JSON(http.StatusCreated, row.render(), row.ID)
 }
 
-// moveSQL is the two balance moves of a transfer, in name order.
-const moveSQL = `INSERT INTO accounts (tenant_id, name, currency, balance, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)
-ON CONFLICT (tenant_id, name) DO UPDATE SET balance = accounts.balance + excluded.balance, updated_at = excluded.updated_at
-WHERE accounts.currency = excluded.currency`
-
-// moveSQLMySQL is moveSQL on the MySQL family, which has no DO UPDATE …
-// WHERE: each assignment applies only where the currencies agree (currency
-// itself is never assigned, so every condition reads the stored one).
-// MySQL counts an updated row twice in the affected rows, so the count
-// cannot tell a move from a skipped leg: move always looks for an account
-// in another currency there.
-const moveSQLMySQL = `INSERT INTO accounts (tenant_id, name, currency, balance, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)
-ON DUPLICATE KEY UPDATE
-    updated_at = IF(currency = VALUES(currency), VALUES(updated_at), updated_at),
-    balance = IF(currency = VALUES(currency), balance + VALUES(balance), balance)`
-
 // move moves amount from one account's balance to the other's, creating
-// an account with this currency on first use: one statement of two
-// relative updates, each applied only where the currencies agree. Its rows
-// come in name order, the order it locks the accounts in, so that two
-// opposite transfers running at once cannot deadlock. from and to differ
-// (the command's validation).
+// an account with this currency on first use: one statement, an insert of
+// both accounts whose conflict updates the stored account (gorm's
+// OnConflict: ON CONFLICT … DO UPDATE, or ON DUPLICATE KEY UPDATE on the
+// MySQL family) by its leg's amount, only where the currencies agree (the
+// currency itself is never assigned, so every condition reads the stored
+// one), and returns the accounts as stored. An account that kept another
+// currency refuses the transfer (and its transaction rolls the other leg
+// back). Its rows come in name order, the order it locks the accounts in,
+// so that two opposite transfers running at once cannot deadlock. from
+// and to differ (the command's validation).
 func move(tx *gorm.DB, tenant, currency, from, to string, amount int64, now time.Time) error {
-	legs := [2]struct {
-		account string
-		delta   int64
-	}{{from, -amount}, {to, amount}}
+	legs := []accountRow{
+		{TenantID: tenant, Name: from, Currency: currency, Balance: -amount, CreatedAt: now, UpdatedAt: now},
+		{TenantID: tenant, Name: to, Currency: currency, Balance: amount, CreatedAt: now, UpdatedAt: now},
+	}
 	if to < from {
 		legs[0], legs[1] = legs[1], legs[0]
 	}
-	args := []any{tenant, legs[0].account, currency, legs[0].delta, now, now,
-		tenant, legs[1].account, currency, legs[1].delta, now, now}
-	mysql := tx.Dialector.Name() == "mysql"
-	query := moveSQL
-	if mysql {
-		query = moveSQLMySQL
-	}
-	res := tx.Exec(query, args...)
+	same := "accounts.currency = ?"
+	res := tx.Clauses(clause.OnConflict{
+		Columns: []clause.Column{{Name: "tenant_id"}, {Name: "name"}},
+		DoUpdates: clause.Assignments(map[string]any{
+			"balance": gorm.Expr("CASE WHEN "+same+" AND accounts.name = ? THEN accounts.balance + ? WHEN "+same+
+				" THEN accounts.balance + ? ELSE accounts.balance END", currency, legs[0].Name, legs[0].Balance, currency, legs[1].Balance),
+			"updated_at": gorm.Expr("CASE WHEN "+same+" THEN ? ELSE accounts.updated_at END", currency, now),
+		}),
+	}, clause.Returning{Columns: []clause.Column{{Name: "name"}, {Name: "currency"}}}).Create(&legs)
 	if res.Error != nil {
 		return res.Error
 	}
-	moved := res.RowsAffected
-	if moved == 2 && !mysql {
-		return nil
+	if res.RowsAffected != 2 {
+		return fmt.Errorf("transfers: the balance moves returned %d accounts, want 2", res.RowsAffected)
 	}
-	var other []accountRow
-	if err := tx.Where("tenant_id = ? AND name IN ? AND currency <> ?", tenant, []string{from, to}, currency).
-		Order("name").Limit(1).Find(&other).Error; err != nil {
-		return err
-	}
-	if len(other) == 0 {
-		if mysql {
-			return nil
+	for _, a := range legs {
+		if a.Currency != currency {
+			return &framework.Error{Code: CodeCurrencyMismatch,
+				Detail: fmt.Sprintf("account %s holds %s; the transfer is in %s", a.Name, a.Currency, currency)}
 		}
-		return fmt.Errorf("transfers: %d of 2 balance moves applied, and no account holds another currency", moved)
 	}
-	return &framework.Error{Code: CodeCurrencyMismatch,
-		Detail: fmt.Sprintf("account %s holds %s; the transfer is in %s", other[0].Name, other[0].Currency, currency)}
+	return nil
 }
 
 // render re-renders a stored transfer response from its reference.
