@@ -1,9 +1,13 @@
 package store_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/retrysafe/retrysafe/internal/sourcecheck"
 )
 
 // driverModules are the database drivers: only the driver packages of
@@ -80,5 +84,82 @@ func TestDriverBoundary(t *testing.T) {
 	}
 	if checked < 20 {
 		t.Fatalf("checked %d packages: go list did not list the module", checked)
+	}
+}
+
+// TestNoDatabaseBranchesOutsideTheStore fails when a non-test Go file of
+// the module outside framework/store/... knows which database it runs
+// on: a comparison or switch on Driver.Name() or Dialector.Name(), or on
+// a literal database name ("postgres", "mysql", "sqlite", …), a table
+// keyed by database names, a comparison with a database error code, or
+// SQL that one database spells its own way (ON CONFLICT, ON DUPLICATE
+// KEY, FOR UPDATE, a catalog, $1, …). What differs between databases is
+// its driver's, so that a database is added by one package under
+// framework/store and nothing else.
+//
+// What it allows, on purpose:
+//   - reading Driver.Name() as a value: migrations.Apply takes the
+//     application's own folder of each database by it (a lookup, not a
+//     branch), and logs and spans carry it;
+//   - an application choosing its own gorm dialector by its DSN's scheme
+//     (the examples open their *gorm.DB so, as a service does);
+//   - test files (a test may read a pg_ catalog where it must), and the
+//     test helpers whose job is one database or the matrix of them:
+//     internal/testdb (a fresh database of each kind per test),
+//     internal/pgtemp, internal/pgha and internal/galera (they start
+//     PostgreSQL, pg_auto_failover and a Galera cluster);
+//   - cmd/bench, a module of its own whose baselines are hand-written on
+//     each database on purpose;
+//   - internal/sourcecheck, which holds the words this scan looks for.
+func TestNoDatabaseBranchesOutsideTheStore(t *testing.T) {
+	t.Parallel()
+	allowed := map[string]bool{"framework/store": true, "internal/testdb": true, "internal/pgtemp": true,
+		"internal/pgha": true, "internal/galera": true, "internal/sourcecheck": true}
+	findings, err := sourcecheck.DatabaseBranches("../..", func(dir string) bool { return allowed[dir] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		t.Errorf("%s: %s: what differs between databases belongs to their drivers (framework/store/store…)", f.Pos, f.What)
+	}
+}
+
+// TestTheBranchScanSeesABranch: the scan of TestNoDatabaseBranchesOutsideTheStore
+// finds each kind of branch it looks for, so that it cannot pass by
+// recognizing nothing.
+func TestTheBranchScanSeesABranch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := `package p
+
+func f(tx, db, err, pgErr any, dialect string) {
+	_ = tx.Dialector.Name() == "mysql"
+	switch db.Driver.Name() {
+	}
+	switch dialect {
+	case "sqlite":
+	}
+	_ = map[string]int{"postgres": 1}
+	_ = pgErr.Code == "23505"
+	_ = err.Number == 1062
+	_ = "INSERT INTO t VALUES (?) ON DUPLICATE KEY UPDATE v = v"
+	_ = "SELECT * FROM t WHERE id = $1"
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	findings, err := sourcecheck.DatabaseBranches(dir, func(string) bool { return false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]bool{}
+	for _, f := range findings {
+		lines[strings.Split(f.Pos, ":")[1]] = true
+	}
+	for _, line := range []string{"4", "5", "8", "10", "11", "12", "13", "14"} {
+		if !lines[line] {
+			t.Errorf("line %s of the sample was not found; found %v", line, findings)
+		}
 	}
 }
