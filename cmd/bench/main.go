@@ -25,7 +25,12 @@
 // mode) so that its CPU per request is the server's alone; otherwise the
 // CPU figure covers server and load generator together. -cpuprofile writes
 // a pprof CPU profile of the server (of the whole process without
-// -server-proc).
+// -server-proc). -off row-plans,insert-first runs the server without the
+// store's speed tricks of those names, each turned off by its switch in
+// store.Config, so that a run beside a default one measures what each
+// saves:
+//
+//	go run ./cmd/bench -db postgres://… -scenarios naive,put-create,put-replay -off row-plans
 package main
 
 import (
@@ -76,6 +81,9 @@ type options struct {
 	janitor    int
 	soak       time.Duration
 	replica    string
+	// off names the speed tricks of the store the server runs without
+	// ([tricks]).
+	off string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -98,6 +106,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	sizes := fs.String("scale-sizes", "0,100000,1000000", "scale mode: rows bulk-loaded into the orders and idempotency-record tables")
 	fs.IntVar(&o.janitor, "janitor-rows", 1000000, "scale mode: expired records the janitor deletes under load")
 	fs.DurationVar(&o.soak, "soak", 0, "soak mode: mixed load for this long, sampling the server's RSS and goroutines")
+	fs.StringVar(&o.off, "off", "", "comma-separated speed tricks of the store the server runs without, to measure what each saves: "+
+		"row-plans (store.Config.DisableRowPlans), insert-first (a negative store.Config.ClockMaxAge: every create reads first)")
 	fs.StringVar(&o.replica, "replica", "", "a postgres:// URL of a hot standby of -db's server (its path is replaced by the run's database): "+
 		"the scenarios that may read a replica (get, post-local-replay, payments-replay; the legacy POST route replays on the primary) run again, as NAME@replica, "+
 		"on a second server that reads it")
@@ -154,9 +164,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return nil, err
 		}
 		if o.serverProc {
-			return startChild(ctx, dsn, replica, o.pool, cpuProfile, stderr)
+			return startChild(ctx, dsn, replica, o.pool, o.off, cpuProfile, stderr)
 		}
-		return startInProcess(ctx, dsn, replica, o.pool)
+		return startInProcess(ctx, dsn, replica, o.pool, o.off)
 	}
 	srv, err := start("", o.cpuProfile)
 	if err != nil {
@@ -186,7 +196,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rep := &Report{Started: time.Now().UTC(), Machine: machine(ctx, db), Config: reportConfig{
 		Dialect: db.Dialect, Clients: o.clients, Duration: o.duration.String(), Rounds: o.rounds,
-		Pool: st.Pool, ServerProc: o.serverProc, CPUScope: srv.CPUScope(), Prefill: o.prefill,
+		Pool: st.Pool, ServerProc: o.serverProc, CPUScope: srv.CPUScope(), Prefill: o.prefill, Off: o.off,
 	}}
 	switch {
 	case o.soak > 0:

@@ -53,6 +53,8 @@ type reportConfig struct {
 	ServerProc bool   `json:"server_proc"`
 	CPUScope   string `json:"cpu_scope"`
 	Prefill    int    `json:"prefill"`
+	// Off names the store's speed tricks the server ran without (-off).
+	Off string `json:"off,omitempty"`
 }
 
 // Result is one scenario's medians over the rounds.
@@ -136,9 +138,13 @@ type Round struct {
 }
 
 func printTable(w io.Writer, rep *Report) {
-	fmt.Fprintf(w, "%s, %d CPUs (%s), %s, %s; c=%d, %s × %d rounds (medians), pool %d, CPU of the %s\n\n",
+	off := ""
+	if rep.Config.Off != "" {
+		off = ", without " + rep.Config.Off
+	}
+	fmt.Fprintf(w, "%s, %d CPUs (%s), %s, %s; c=%d, %s × %d rounds (medians), pool %d%s, CPU of the %s\n\n",
 		rep.Machine.CPUModel, rep.Machine.CPUs, rep.Machine.GOARCH, rep.Machine.Go, rep.Machine.Database,
-		rep.Config.Clients, rep.Config.Duration, rep.Config.Rounds, rep.Config.Pool, rep.Config.CPUScope)
+		rep.Config.Clients, rep.Config.Duration, rep.Config.Rounds, rep.Config.Pool, off, rep.Config.CPUScope)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\treq/s\t× naive, rounds\t× naive, medians\tp50 ms\tp99 ms\tnon-2xx\tcommits/req\twrites/req\tCPU µs/req\tDB CPU µs/req\t")
 	for _, r := range rep.Results {

@@ -40,9 +40,37 @@ type benchServer struct {
 	relayDone chan struct{}
 }
 
-func newBenchServer(ctx context.Context, dsn, replica string, pool int) (*benchServer, error) {
+// tricks are the store's speed tricks that -off turns off, each by its
+// switch in store.Config.
+var tricks = map[string]func(*store.Config){
+	"row-plans":    func(c *store.Config) { c.DisableRowPlans = true },
+	"insert-first": func(c *store.Config) { c.ClockMaxAge = -1 },
+}
+
+// storeConfig is the server's store.Config: a pool of pool, the replica,
+// and the tricks named in off (comma-separated) turned off.
+func storeConfig(pool int, replica, off string) (store.Config, error) {
+	cfg := store.Config{MaxOpenConns: pool, ReplicaDSN: replica}
+	for name := range strings.SplitSeq(off, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		turnOff, ok := tricks[name]
+		if !ok {
+			return cfg, fmt.Errorf("bench: -off %q: not a trick of the store (row-plans, insert-first)", name)
+		}
+		turnOff(&cfg)
+	}
+	return cfg, nil
+}
+
+func newBenchServer(ctx context.Context, dsn, replica string, pool int, off string) (*benchServer, error) {
 	gin.SetMode(gin.ReleaseMode)
-	a, err := app.New(ctx, app.Config{DSN: dsn, Store: store.Config{MaxOpenConns: pool, ReplicaDSN: replica}})
+	cfg, err := storeConfig(pool, replica, off)
+	if err != nil {
+		return nil, err
+	}
+	a, err := app.New(ctx, app.Config{DSN: dsn, Store: cfg})
 	if err != nil {
 		return nil, err
 	}
@@ -160,8 +188,8 @@ type inProcess struct {
 	url  string
 }
 
-func startInProcess(ctx context.Context, dsn, replica string, pool int) (*inProcess, error) {
-	s, err := newBenchServer(ctx, dsn, replica, pool)
+func startInProcess(ctx context.Context, dsn, replica string, pool int, off string) (*inProcess, error) {
+	s, err := newBenchServer(ctx, dsn, replica, pool, off)
 	if err != nil {
 		return nil, err
 	}
@@ -194,12 +222,12 @@ type childProcess struct {
 	done chan error
 }
 
-func startChild(ctx context.Context, dsn, replica string, pool int, cpuProfile string, stderr io.Writer) (*childProcess, error) {
+func startChild(ctx context.Context, dsn, replica string, pool int, off, cpuProfile string, stderr io.Writer) (*childProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"serve", "-db", dsn, "-replica", replica, "-pool", strconv.Itoa(pool)}
+	args := []string{"serve", "-db", dsn, "-replica", replica, "-pool", strconv.Itoa(pool), "-off", off}
 	if cpuProfile != "" {
 		args = append(args, "-cpuprofile", cpuProfile)
 	}
@@ -266,13 +294,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	dsn := fs.String("db", "", "database DSN")
 	replica := fs.String("replica", "", "a hot standby's DSN the server reads (store.Config.ReplicaDSN)")
 	pool := fs.Int("pool", 0, "pool size")
+	off := fs.String("off", "", "speed tricks of the store turned off (see bench -off)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the server to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := newBenchServer(ctx, *dsn, *replica, *pool)
+	s, err := newBenchServer(ctx, *dsn, *replica, *pool, *off)
 	if err != nil {
 		return err
 	}
