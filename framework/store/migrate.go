@@ -11,6 +11,7 @@ import (
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
+	"gorm.io/gorm"
 )
 
 // Migrations is what a [Driver] declares of its database's migrations
@@ -166,7 +167,11 @@ func (db *DB) writeVersionTable(ctx context.Context, versionTable string) (retEr
 	if err != nil {
 		return fmt.Errorf("store: migrations: %w", err)
 	}
-	if !db.Gorm.WithContext(ctx).Migrator().HasTable(versionTable) {
+	// On the connection that holds the lock: a pool of one connection
+	// (MaxOpenConns 1) has no other.
+	onConn := db.Gorm.Session(&gorm.Session{NewDB: true, Context: ctx})
+	onConn.Statement.ConnPool = conn
+	if !onConn.Migrator().HasTable(versionTable) {
 		if err := vs.CreateVersionTable(ctx, conn); err != nil {
 			return fmt.Errorf("store: migrations: create %s: %w", versionTable, err)
 		}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/retrysafe/retrysafe/framework/store"
 )
@@ -24,7 +25,8 @@ func migrate(t *testing.T, db *store.DB) {
 // two processes applying them at once take turns on the driver's lock and
 // both succeed (one after the other where the driver has no lock); then
 // every one reads as applied, the framework's tables are there, and
-// applying them again changes nothing.
+// applying them again changes nothing. A store whose pool has one
+// connection migrates as well.
 func testMigrations(t *testing.T, h Harness) {
 	ctx := context.Background()
 	db := open(t, h, store.Config{})
@@ -67,4 +69,13 @@ func testMigrations(t *testing.T, h Harness) {
 	}
 	migrate(t, db)
 	status(true)
+
+	// A pool of one connection migrates too: nothing waits for a second
+	// connection while the first holds the migrations' lock.
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	one := open(t, h, store.Config{MaxOpenConns: 1})
+	if err := one.Migrate(ctx, files, frameworkVersions); err != nil {
+		t.Fatalf("migrations on a pool of one connection: %v", err)
+	}
 }
