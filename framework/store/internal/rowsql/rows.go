@@ -56,9 +56,9 @@ func (r *rows) schemaOf(db *gorm.DB, model any) (*schema.Schema, error) {
 // ([store.KeyLocked]).
 func (r *rows) onKey(err error) error { return store.KeyLocked(r.d.Classify(err)) }
 
-// table is gorm's session of db on table, or on the model's own table
+// onTable is gorm's session of db on table, or on the model's own table
 // when table is empty.
-func table(db *gorm.DB, table string) *gorm.DB {
+func onTable(db *gorm.DB, table string) *gorm.DB {
 	if table == "" {
 		return db
 	}
@@ -66,7 +66,7 @@ func table(db *gorm.DB, table string) *gorm.DB {
 }
 
 func (r *rows) Insert(ctx context.Context, db *gorm.DB, p store.RowInsertParams) (bool, error) {
-	res := table(db.WithContext(ctx), p.Table).Omit(clause.Associations).
+	res := onTable(db.WithContext(ctx), p.Table).Omit(clause.Associations).
 		Clauses(clause.OnConflict{Columns: keyColumns, DoNothing: true}).Create(p.Row)
 	if res.Error != nil {
 		return false, r.onKey(res.Error)
@@ -111,7 +111,7 @@ func (r *rows) Create(ctx context.Context, db *gorm.DB, p store.RowInsertParams)
 		return err
 	}
 	return pipeline.Later(db.WithContext(ctx), func(db *gorm.DB) *gorm.DB {
-		return table(db, p.Table).Omit(clause.Associations).Create(p.Row)
+		return onTable(db, p.Table).Omit(clause.Associations).Create(p.Row)
 	}, r.onKey)
 }
 
