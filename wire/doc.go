@@ -14,4 +14,9 @@
 //     HTTP status and Retry-After;
 //   - the idempotency key syntax ([ParseKey], [UnquoteKey], [ValidateKey]);
 //   - the RFC 9457 problem body ([Problem], [ParseProblem]).
+//
+// The server's rule that exactly the retryable answers carry Retry-After
+// is what lets a client judge a code it does not know. A test
+// (boundary_test.go) runs go list -deps to keep this package on the
+// standard library and package client on this one.
 package wire

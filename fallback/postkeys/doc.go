@@ -131,13 +131,15 @@
 // spellings beside it; their contract suite is framework/store/storetest).
 // This package holds no SQL and no record interface of its own: a record
 // is a [store.RecordRow] ([Adapter.Lookup], [Operation.RenderFunc]) in one
-// of the [store.RecordState]s, and what the adapter adds to the store's
+// of its states ([store.RecordState]), and what the adapter adds to the store's
 // view is done in small helpers: the stored response's header is kept as
 // a JSON object of its http.Header, an operation's published codes as a
 // JSON array.
 //
 // Leases, expiry and retention are evaluated on the database clock
-// (statement_timestamp() on PostgreSQL, 'now' on SQLite), in the statement
+// (statement_timestamp() on PostgreSQL, the time the statement arrived
+// rather than the start of a transaction that may have stalled;
+// UTC_TIMESTAMP(6) on MariaDB; 'now' on SQLite), in the statement
 // that acts on them, never on a process clock: processes with skewed clocks
 // cannot take over live work, and no lease is computed from a time taken
 // before a pause. Tests do not sleep: a test driver
@@ -162,6 +164,74 @@
 // human-readable attempt count; it restarts after a release, the token
 // does not.
 //
+// Claiming a free key is INSERT … SELECT … WHERE NOT EXISTS … ON CONFLICT
+// DO NOTHING. A held key (the replay path) draws no fence, attempts no
+// insert and locks nothing: the record is read plainly, and a completed,
+// unexpired one of the same request is replayed without a lock or a
+// write. Only an expired record goes through the reclaiming statement (ON
+// CONFLICT DO UPDATE … WHERE expired). Records in the unknown state never
+// expire and the janitor never deletes them: they stay until reconciled.
+//
+// # One decision function
+//
+// What a request does with the record of its key is decided by one pure
+// function, decidePost (post_decision.go), over a small state: the mode,
+// the request's fingerprint, the record found with its expiry and lease
+// judged on the database clock, and the wait left. Local: create, claim,
+// replay or refuse; phased: claim, replay, resume past an expired lease,
+// reconcile an unknown record, wait while a live lease runs, or refuse.
+// TestDecidePost is the contract as a table, and TestDecidePostEveryState
+// checks every combination for what must always hold: only the request's
+// own completed record is replayed, only a free key claimed, a live lease
+// never taken over, another request's record always a 422. The serving
+// code reads or claims, calls it and carries the decision out; a takeover
+// names the fence of the record decided on, so a decision made on a
+// record that changed meanwhile writes nothing and is made again on a
+// fresh read.
+//
+// A local operation reads its record first, outside any transaction, and
+// claims in the first statement of the transaction that runs it, so a
+// concurrent duplicate waits on the key before any of the operation's
+// code has run (TestLocalDuplicateNeverExecutes). Writing the record
+// once, completed, after the business writes would save a round trip, but
+// let the duplicate run the operation (rolled back) and wait as long as
+// the winner. A local create is the read plus one write transaction, a
+// replay the read alone. Where a deadlock rolled back a transaction whose
+// effects are all in the database (a local operation, a phased claim or
+// takeover), it runs again (store.DB.WriteRetrying); a phased operation's
+// later phases, which run between calls to another system, are not.
+//
+// # What a phased request commits
+//
+// A phased operation must commit a phase before its first side effect: an
+// expired lease at the started point is released by the recovery worker
+// (nothing happened), any later point goes to the operation's
+// ReconcileFunc. With the three opt-ins above, the demo's payment create
+// (resources/payments) commits three transactions on PostgreSQL, down
+// from six (TestPaymentCreateCostsThreeCommits):
+//
+//  1. The claim with the pending payment (ClaimInFirstPhase): the payment
+//     row and its downstream key must be durable before the provider is
+//     called, so that every later attempt asks with the same key, and the
+//     claim must be durable by then, so that no other attempt starts the
+//     payment. Both touch only this database, so they commit together.
+//  2. The provider's charge: the sandbox keeps its ledger in the same
+//     database; a real provider's write is elsewhere, and it is the side
+//     effect itself. The renewal before it makes no round trip
+//     (Run.RenewFor of the call's bound).
+//  3. The charge with the stored response (Run.Complete): the charge ID,
+//     the outbox event, the last recovery point and the response commit
+//     once the provider has answered. A crash before it leaves the record
+//     at its previous point, which a retry resumes (the provider
+//     deduplicates by the downstream key) or the recovery worker
+//     reconciles.
+//
+// A phased replay reads the record first, outside any transaction, as the
+// local mode does: a completed record of the same request is replayed from
+// that read, and everything else is decided under the claim.
+//
+// # Fail points
+//
 // The framework's tests simulate crashes and stalls at fail points: after
 // a claim, after each phase, before the completion, and at points an
 // operation of the repository names. The function that pauses or crashes
@@ -170,7 +240,11 @@
 // field and no exported name of this package carries it. Every point lies
 // between two transactions of the attempt: a fail point changes none of
 // them, so a test that pauses or crashes an attempt there exercises the
-// transactions production commits (TestFailPointsKeepTheTransactions).
+// transactions production commits (TestFailPointsKeepTheTransactions):
+// a fault test that split a transaction would prove the exactly-once
+// promise of a layout nobody runs.
+//
+// # Operators
 //
 // An operator settles what the recovery worker cannot: [Resolve] (or
 // [Adapter.Resolve]) completes a record whose outcome is unknown with the

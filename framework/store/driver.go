@@ -24,7 +24,7 @@ import (
 // The interface serves the framework's own packages. It may gain methods
 // in any release: a driver outside this repository is not supported. A
 // new database family is a package beside the others that passes the
-// contract suite in storetest (docs/design-notes.md, "The storage seam").
+// contract suite in storetest (the package doc, "Adding a database").
 type Driver interface {
 	// Name is the family's name ("postgres", "mysql", "sqlite"): the
 	// db.system.name of the store's spans, and the folder of an

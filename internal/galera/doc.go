@@ -1,7 +1,7 @@
 // Package galera runs a throwaway three-node MariaDB Galera cluster for
 // tests of multi-primary deployments, every node taking writes: three
 // mariadbd processes on free ports of 127.0.0.1 in one temporary
-// directory, as [pgha] does for a PostgreSQL formation.
+// directory, as package pgha does for a PostgreSQL formation.
 //
 // [Start] creates the cluster from Debian's packages (mariadb-server,
 // galera-4, rsync) and returns once the three nodes are Synced in one

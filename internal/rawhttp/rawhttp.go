@@ -1,6 +1,3 @@
-// Package rawhttp sends hand-written HTTP/1 requests over a TCP
-// connection, for tests of what net/http's client never sends: a request
-// framed two ways (request smuggling), a field sent twice.
 package rawhttp
 
 import (

@@ -1,7 +1,3 @@
-// Package redocly lints an OpenAPI document in tests with the real linter,
-// Redocly CLI (npm install -g @redocly/cli), and its recommended rules.
-// Without the redocly binary on PATH the test is skipped, or fails under
-// CI (CI set), where .ci/run installs it.
 package redocly
 
 import (

@@ -1,6 +1,3 @@
-// Package sourcecheck reads a package's own sources in its tests, for the
-// boundary tests that keep SQL and per-database choices out of the
-// packages above the storage seam.
 package sourcecheck
 
 import (

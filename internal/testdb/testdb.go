@@ -1,8 +1,3 @@
-// Package testdb gives each test a database of its own: a fresh SQLite file
-// always, a fresh PostgreSQL schema when TEST_DATABASE_URL is set, and a
-// fresh MariaDB/MySQL database when TEST_MYSQL_URL is set. All are removed
-// when the test ends, so tests run in parallel and leave nothing behind.
-// [Age] moves resource rows into the past.
 package testdb
 
 import (

@@ -1,5 +1,3 @@
-// Package testlog holds what tests use to read the logs of code that runs
-// concurrently with them.
 package testlog
 
 import (

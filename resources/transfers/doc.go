@@ -13,5 +13,5 @@
 //
 // [New] registers the operation on a postkeys.Adapter; [Transfers.Mount]
 // adds the routes. [Command] accepts any JSON spelling of an integer amount
-// ([Amount]), so equal requests have equal fingerprints.
+// ([Command] Amount, a framework.Integer), so equal requests have equal fingerprints.
 package transfers

@@ -1,6 +1,3 @@
-// Package app wires the retrysafe demo: the database, migrations, the
-// engine, the example resources, metrics and the HTTP router. cmd/demo runs
-// it as a process; the black-box tests in tests/ serve its [App.Handler].
 package app
 
 import (

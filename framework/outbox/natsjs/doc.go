@@ -12,7 +12,7 @@
 //
 // [Consume] creates the stream too when it starts before the first publish,
 // with the same definition (one function builds it for both), decodes
-// messages back into [outbox.Event]s, runs the handler in
+// messages back into events ([outbox.Event]), runs the handler in
 // a consumer span linked to the span of the request that wrote the event,
 // acks on success and naks (with a delay) on failure, so the message is
 // redelivered. Pair it with package inbox so that a redelivery has no

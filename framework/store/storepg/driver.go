@@ -1,27 +1,3 @@
-// Package storepg is the PostgreSQL driver of the store ([store.Driver]),
-// through pgx: the only package of the framework that imports pgx. Import
-// it where the application opens its database:
-//
-//	import _ "github.com/retrysafe/retrysafe/framework/store/storepg"
-//
-//	db, err := store.Open(ctx, "postgres://…", store.Config{})
-//	// or, on the application's own handle (gorm.io/driver/postgres):
-//	db, err := store.New(ctx, gdb, store.Config{})
-//
-// A transaction of store.DB.Write pipelines: the begin (BEGIN and the
-// transaction-local lock, statement and idle timeouts) is sent in the same
-// pgx batch as the transaction's first statement, and writes whose answer
-// nothing needs (child rows, outbox events, savepoints) travel with the
-// next statement or with COMMIT. A snapshot read is one batch: BEGIN
-// REPEATABLE READ READ ONLY, the queries, COMMIT.
-//
-// The package owns everything the framework does differently on
-// PostgreSQL: the spellings of the statements written once in the store
-// (the resource rows' [Driver.Rows], with a row read through pgx; the
-// idempotency records'; the outbox's), the SQLSTATEs ([Driver.Classify]),
-// the pipelined transactions, and the framework's tables on it
-// (migrations/, [Driver.Migrations], applied in transactions under an
-// advisory lock).
 package storepg
 
 import (

@@ -1,24 +1,3 @@
-// Package storesqlite is the SQLite driver of the store ([store.Driver]),
-// on the pure-Go github.com/glebarez/sqlite (no cgo): the embedded default,
-// and the only package of the framework that imports a SQLite driver.
-// Import it where the application opens its database:
-//
-//	import _ "github.com/retrysafe/retrysafe/framework/store/storesqlite"
-//
-//	db, err := store.Open(ctx, "sqlite:app.db", store.Config{})
-//	// or, on the application's own handle (github.com/glebarez/sqlite):
-//	db, err := store.New(ctx, gdb, store.Config{})
-//
-// A write transaction takes the database's write lock up front (BEGIN
-// IMMEDIATE), so that two writers never deadlock on a lock upgrade; the
-// database must be in WAL mode, so that readers never block the writer.
-//
-// The package owns everything the framework does differently on SQLite:
-// the spellings of the statements written once in the store (the resource
-// rows' [Driver.Rows], spelled short because the driver compiles every
-// statement; the idempotency records'; the outbox's), the result codes
-// ([Driver.Classify]), the clock's millisecond resolution, and the
-// framework's tables on it (migrations/, [Driver.Migrations]).
 package storesqlite
 
 import (

@@ -1,21 +1,3 @@
-// Package storetest is the contract suite of a [store.Driver]: what every
-// database family must do for the framework, run against a real database.
-// Each driver package runs it from its own tests:
-//
-//	func TestContract(t *testing.T) {
-//		storetest.Exercise(t, storetest.Harness{Name: "postgres", DSN: …, Gorm: …})
-//	}
-//
-// A file per concern: write.go (transactions, lock timeouts,
-// cancellation), errors.go (the sentinel errors of Classify), clock.go
-// (the database clock), snapshot.go (snapshot reads), pipeline.go (writes
-// queued for the next round trip), tracing.go (SQL spans), migrations.go
-// (the driver's migrations, [store.DB.Migrate]), and the statement
-// families the framework owns on every database: rows.go (the
-// resource rows, [store.Rows], and [CheckTable], which checks a resource
-// table of the application's), records.go (the idempotency records,
-// [store.Records]) and outbox.go (the outbox's statements,
-// [store.Outbox]). A new driver is judged by this suite alone.
 package storetest
 
 import (

@@ -1,11 +1,3 @@
-// Package outboxsql is the SQL of the transactional outbox's statements
-// ([store.Outbox]) that every database of the store's drivers accepts,
-// written once: the claim (its locking clause left to the driver), the
-// settle, the event write through gorm with the aggregate counter's
-// upsert, the cleanup, the requeue, the parked list and the backlog. A
-// driver package embeds [Statements] in its own outbox type and adds what
-// is its database's alone: whether and how the claim locks, a statement
-// of its own where it is faster, and the vacuum.
 package outboxsql
 
 import (

@@ -1,13 +1,3 @@
-// Package pipeline queues the writes of a store.DB.Write transaction whose
-// answer nothing needs, so that they travel with the transaction's next
-// statement (one round trip) on a driver that pipelines (storepg, and
-// storemysql on a pool that batches). On any
-// other transaction each function runs its statement at once, through
-// gorm, with the same result. It is the store's own: the drivers and the
-// statements written once for them (rowsql, recordsql, outboxsql) queue
-// their writes with it; an application reaches it through those
-// statements (store.Rows.Create, outbox.Append) and otherwise uses plain
-// gorm on the transaction it is given.
 package pipeline
 
 import (
