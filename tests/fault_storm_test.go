@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
-	"github.com/retrysafe/retrysafe/internal/faultproxy"
+	"github.com/retrysafe/retrysafe/framework/retrysafetest"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -28,7 +28,7 @@ type answerCutter struct {
 
 func (c *answerCutter) drop(req *http.Request, answer []byte) bool {
 	op := req.Method + " " + req.URL.Path + " " + req.Header.Get("Idempotency-Key")
-	res, body, err := faultproxy.ReadAnswer(answer)
+	res, body, err := retrysafetest.ReadAnswer(answer)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err == nil && retryableAnswer(response{Status: res.StatusCode, Header: res.Header, Body: body}) {
@@ -64,7 +64,7 @@ func TestFaultLostResponseStorm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		proxy, err := faultproxy.Start(u.Host, faultproxy.Config{DropAnswerFunc: cutter.drop})
+		proxy, err := retrysafetest.StartProxy(u.Host, retrysafetest.ProxyConfig{DropAnswerFunc: cutter.drop})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestFaultLostResponseStorm(t *testing.T) {
 			if got := cutter.seen[name]; got != 3 {
 				t.Fatalf("%s: %d final answers at the proxy, want 3 (two cut, one delivered)", name, got)
 			}
-			res, body, err := faultproxy.ReadAnswer(cutter.first[name])
+			res, body, err := retrysafetest.ReadAnswer(cutter.first[name])
 			if err != nil {
 				t.Fatalf("%s: first answer: %v", name, err)
 			}

@@ -7,20 +7,20 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/retrysafe/retrysafe/internal/faultproxy"
+	"github.com/retrysafe/retrysafe/framework/retrysafetest"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
-// tcpProxy is a [faultproxy.Proxy] to the database, with the shorthands the
+// tcpProxy is a [retrysafetest.Proxy] to the database, with the shorthands the
 // outage tests use; it is closed when the test ends.
 type tcpProxy struct {
-	*faultproxy.Proxy
+	*retrysafetest.Proxy
 	addr string
 }
 
 func startProxy(t *testing.T, target string) *tcpProxy {
 	t.Helper()
-	p, err := faultproxy.Start(target, faultproxy.Config{})
+	p, err := retrysafetest.StartProxy(target, retrysafetest.ProxyConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

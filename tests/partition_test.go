@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
-	"github.com/retrysafe/retrysafe/internal/faultproxy"
+	"github.com/retrysafe/retrysafe/framework/retrysafetest"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -39,7 +39,7 @@ func silentPartitionIs503(t *testing.T, dsn string) {
 	}
 	// A silent partition: held, the proxy forwards nothing and opens no
 	// upstream connection, but refuses and closes nothing either.
-	proxy, err := faultproxy.Start(u.Host, faultproxy.Config{})
+	proxy, err := retrysafetest.StartProxy(u.Host, retrysafetest.ProxyConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/retrysafe/retrysafe/client"
-	"github.com/retrysafe/retrysafe/internal/faultproxy"
+	"github.com/retrysafe/retrysafe/framework/retrysafetest"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
 
@@ -293,7 +293,7 @@ func TestConditionalWriteLostAnswerConverges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		proxy, err := faultproxy.Start(u.Host, faultproxy.Config{DropAnswerFunc: drop})
+		proxy, err := retrysafetest.StartProxy(u.Host, retrysafetest.ProxyConfig{DropAnswerFunc: drop})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/retrysafe/retrysafe/client"
 	"github.com/retrysafe/retrysafe/client/retryable"
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
+	"github.com/retrysafe/retrysafe/framework/retrysafetest"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/transfers"
 )
@@ -31,30 +32,41 @@ import (
 // forwarding.
 const fakePending clientFault = 100
 
-// faultProxy is an HTTP server in front of the demo handler for clients
-// that are not Go (curl, Python) or that bring their own transport
+// faultProxy is the lost-answer proxy of package retrysafetest in front
+// of a server of the demo handler, for clients that are not Go (curl,
+// Python, Node, a browser) or that bring their own transport
 // (go-retryablehttp): the faults happen on a real connection. Each logical
 // operation (its Idempotency-Key, its PUT path, or "PATCH " and its path)
 // gets a plan (its own, or the one for every operation); request n of it
 // undergoes plan[n]. loseAnswer lets the demo commit, then closes the
-// connection without a byte of answer. The proxy keeps the first real 2xx
-// answer per operation and counts the requests of each.
+// connection without a byte of answer; the fakes answer in the demo's
+// place. The proxy keeps the first real 2xx answer per operation and
+// counts the requests of each.
 type faultProxy struct {
-	next http.Handler
-	srv  *httptest.Server
+	// URL is the proxy's base URL.
+	URL string
 
 	mu       sync.Mutex
 	plans    map[string][]clientFault
 	everyOp  []clientFault // the plan of an operation without one of its own
 	seen     map[string]int
 	original map[string][]byte
+	losing   map[*http.Request]bool // forwarded requests whose answer is to be lost
 }
 
 func newFaultProxy(t *testing.T, next http.Handler) *faultProxy {
 	t.Helper()
-	p := &faultProxy{next: next, plans: map[string][]clientFault{}, seen: map[string]int{}, original: map[string][]byte{}}
-	p.srv = httptest.NewServer(p)
-	t.Cleanup(p.srv.Close)
+	srv := httptest.NewServer(next)
+	t.Cleanup(srv.Close)
+	p := &faultProxy{plans: map[string][]clientFault{}, seen: map[string]int{}, original: map[string][]byte{},
+		losing: map[*http.Request]bool{}}
+	proxy, err := retrysafetest.StartProxy(strings.TrimPrefix(srv.URL, "http://"),
+		retrysafetest.ProxyConfig{StandInFunc: p.standIn, DropAnswerFunc: p.drop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	p.URL = "http://" + proxy.Addr()
 	return p
 }
 
@@ -85,15 +97,23 @@ func (p *faultProxy) originalAnswer(op string) []byte {
 	return p.original[op]
 }
 
-func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	op := r.Header.Get("Idempotency-Key")
+// operation names the logical operation of r.
+func (p *faultProxy) operation(r *http.Request) string {
 	switch r.Method {
 	case http.MethodPut:
-		op = r.URL.Path
+		return r.URL.Path
 	case http.MethodPatch:
-		op = "PATCH " + r.URL.Path
+		return "PATCH " + r.URL.Path
 	}
+	return r.Header.Get("Idempotency-Key")
+}
+
+// standIn counts r and applies its fault: a fake answer in the demo's
+// place, or a mark that its answer is to be lost.
+func (p *faultProxy) standIn(r *http.Request) *http.Response {
+	op := p.operation(r)
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	n := p.seen[op]
 	p.seen[op]++
 	plan, ok := p.plans[op]
@@ -104,47 +124,32 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if op != "" && n < len(plan) {
 		fault = plan[n]
 	}
-	p.mu.Unlock()
-
 	switch fault {
 	case fake503:
-		writeInjected(w, http.StatusServiceUnavailable, client.CodeUnavailable)
-		return
+		return clientSyntheticProblem(r, http.StatusServiceUnavailable, client.CodeUnavailable, "1")
 	case fakeInProgress:
-		writeInjected(w, http.StatusConflict, client.CodeRequestInProgress)
-		return
+		return clientSyntheticProblem(r, http.StatusConflict, client.CodeRequestInProgress, "1")
 	case fakePending:
-		writeInjected(w, http.StatusConflict, client.CodeOutcomePending)
-		return
+		return clientSyntheticProblem(r, http.StatusConflict, client.CodeOutcomePending, "1")
+	case loseAnswer:
+		p.losing[r] = true
 	}
-	rec := httptest.NewRecorder()
-	p.next.ServeHTTP(rec, r)
-	if rec.Code/100 == 2 && op != "" {
-		p.mu.Lock()
-		if _, ok := p.original[op]; !ok {
-			p.original[op] = rec.Body.Bytes()
-		}
-		p.mu.Unlock()
-	}
-	if fault == loseAnswer {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-			return
-		}
-	}
-	for k, v := range rec.Header() {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(rec.Code)
-	_, _ = w.Write(rec.Body.Bytes())
+	return nil
 }
 
-func writeInjected(w http.ResponseWriter, status int, code string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("Retry-After", "1")
-	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"type":"urn:retrysafe:problem:%s","title":%q,"status":%d,"detail":"injected by the test proxy","code":%q}`,
-		code, http.StatusText(status), status, code)
+// drop keeps the first 2xx answer of each operation and loses the answers
+// standIn marked.
+func (p *faultProxy) drop(r *http.Request, answer []byte) bool {
+	op := p.operation(r)
+	res, body, err := retrysafetest.ReadAnswer(answer)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, seen := p.original[op]; err == nil && op != "" && res.StatusCode/100 == 2 && !seen {
+		p.original[op] = body
+	}
+	lose := p.losing[r]
+	delete(p.losing, r)
+	return lose
 }
 
 // recipeSetup is the demo app on dsn behind a fault proxy.
@@ -210,7 +215,7 @@ func TestRetryableHTTPPaymentsOnceThroughFaults(t *testing.T) {
 			key := fmt.Sprintf("rh-payment-%d", i)
 			proxy.setPlan(key, plan...)
 			body := fmt.Appendf(nil, `{"amount":%d,"currency":"usd","customer":"cus_8812"}`, 1000+i)
-			r := retryableDo(t, rc, http.MethodPost, proxy.srv.URL+"/v1/payments", key, body)
+			r := retryableDo(t, rc, http.MethodPost, proxy.URL+"/v1/payments", key, body)
 			wantStatus(t, r, http.StatusCreated)
 			if !bytes.Equal(r.Body, proxy.originalAnswer(key)) {
 				t.Fatalf("op %d: got %s, want the original answer %s", i, r.Body, proxy.originalAnswer(key))
@@ -234,7 +239,7 @@ func TestRetryableHTTPOrdersOnceThroughFaults(t *testing.T) {
 		for i, plan := range recipePlans {
 			id := uuid.New()
 			proxy.setPlan(orderPath(id), plan...)
-			r := retryableDo(t, rc, http.MethodPut, proxy.srv.URL+orderPath(id), "", orderBody(i+1, "5.00"), "If-None-Match", "*")
+			r := retryableDo(t, rc, http.MethodPut, proxy.URL+orderPath(id), "", orderBody(i+1, "5.00"), "If-None-Match", "*")
 			wantStatus(t, r, http.StatusCreated)
 			if !bytes.Equal(r.Body, proxy.originalAnswer(orderPath(id))) || r.Header.Get("Location") != orderPath(id) {
 				t.Fatalf("op %d: got %s (Location %q), want the original answer", i, r.Body, r.Header.Get("Location"))
@@ -257,7 +262,7 @@ func TestRetryableHTTPFinalAnswersAtOnce(t *testing.T) {
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		ce, proxy := recipeSetup(t, dsn)
 		rc := retryableClient()
-		url := proxy.srv.URL + "/v1/transfers"
+		url := proxy.URL + "/v1/transfers"
 		wantStatus(t, retryableDo(t, rc, http.MethodPost, url, "rh-eur", transferBody("acc_a", "acc_b", 100, "EUR")), http.StatusCreated)
 
 		mismatch := retryableDo(t, rc, http.MethodPost, url, "rh-usd", transferBody("acc_a", "acc_b", 100, "USD"))
@@ -289,7 +294,7 @@ func TestRetryableHTTPOutcomePending(t *testing.T) {
 		ce, proxy := recipeSetup(t, dsn, losesAnswersQuickly)
 		ce.skipWithoutPayments(t)
 		start := time.Now()
-		r := retryableDo(t, retryableClient(), http.MethodPost, proxy.srv.URL+"/v1/payments", "rh-pending",
+		r := retryableDo(t, retryableClient(), http.MethodPost, proxy.URL+"/v1/payments", "rh-pending",
 			[]byte(`{"amount":4200,"currency":"usd","customer":"cus_8812","payment_method":"pm_card_timeout_after_charge"}`))
 		wantStatus(t, r, http.StatusCreated)
 		if proxy.requests("rh-pending") < 2 || time.Since(start) < time.Second {
@@ -312,7 +317,7 @@ func TestRetryableHTTPExhaustedKeepsLastAnswer(t *testing.T) {
 		rc.RetryMax = 1
 		rc.Backoff = func(time.Duration, time.Duration, int, *http.Response) time.Duration { return 0 }
 		proxy.setPlan("rh-exhausted", fake503, fake503, fake503)
-		r := retryableDo(t, rc, http.MethodPost, proxy.srv.URL+"/v1/transfers", "rh-exhausted", transferBody("acc_a", "acc_b", 1, "EUR"))
+		r := retryableDo(t, rc, http.MethodPost, proxy.URL+"/v1/transfers", "rh-exhausted", transferBody("acc_a", "acc_b", 1, "EUR"))
 		wantStatus(t, r, http.StatusServiceUnavailable)
 		if code := r.Code(t); code != client.CodeUnavailable || r.Header.Get("Retry-After") != "1" {
 			t.Fatalf("code %q, Retry-After %q", code, r.Header.Get("Retry-After"))
@@ -454,7 +459,7 @@ func runPythonRecipe(t *testing.T, script string, proxy *faultProxy, op recipeOp
 	before := proxy.requests(op.operation())
 	arg, _ := json.Marshal(op)
 	cmd := exec.CommandContext(t.Context(), "python3", script, string(arg))
-	cmd.Env = append(os.Environ(), "RETRYSAFE_BASE="+proxy.srv.URL, "RETRYSAFE_TOKEN="+tokenAcme)
+	cmd.Env = append(os.Environ(), "RETRYSAFE_BASE="+proxy.URL, "RETRYSAFE_TOKEN="+tokenAcme)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("%s: python: %v: %s", op.operation(), err, exitStderr(err))
@@ -534,7 +539,7 @@ func TestRecipeCurl(t *testing.T) {
 			proxy.setPlan(op.Key, op.plan...)
 			before := proxy.requests(op.Key)
 			cmd := exec.CommandContext(t.Context(), "bash", "-c", recipe+`retrysafe_post "$1" "$2" "$3"`, "recipe",
-				proxy.srv.URL+op.Path, op.Key, string(op.Body))
+				proxy.URL+op.Path, op.Key, string(op.Body))
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "TOKEN="+tokenAcme)
 			out, err := cmd.Output()

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/retrysafe/retrysafe/cmd/demo/app"
-	"github.com/retrysafe/retrysafe/internal/faultproxy"
+	"github.com/retrysafe/retrysafe/framework/retrysafetest"
 	"github.com/retrysafe/retrysafe/internal/pgha"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 	"github.com/retrysafe/retrysafe/resources/transfers"
@@ -46,7 +46,7 @@ func TestReplicaReads(t *testing.T) {
 	f := pgha.Start(t, pgha.Config{})
 	// The replica is reached through a proxy that can go silent.
 	standby := f.Standby()
-	proxy, err := faultproxy.Start(net.JoinHostPort("127.0.0.1", strconv.Itoa(standby.Port)), faultproxy.Config{})
+	proxy, err := retrysafetest.StartProxy(net.JoinHostPort("127.0.0.1", strconv.Itoa(standby.Port)), retrysafetest.ProxyConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,7 +196,7 @@ func TestTypeScriptClientOnceThroughFaults(t *testing.T) {
 		for _, sc := range scenarios {
 			sc.proxy = newFaultProxy(t, ce.srv.Config.Handler)
 			sc.proxy.setEveryOp(slices.Repeat([]clientFault{loseAnswer}, sc.Dropped)...)
-			sc.URL = sc.proxy.srv.URL
+			sc.URL = sc.proxy.URL
 			byName[sc.Name] = sc
 		}
 		arg, _ := json.Marshal(scenarios)
@@ -290,9 +289,9 @@ func TestTypeScriptClientInBrowser(t *testing.T) {
 	}
 	testdb.Run(t, func(t *testing.T, dsn string) {
 		ce := clientSetup(t, dsn)
-		proxy := newFaultProxy(t, ce.srv.Config.Handler)
-		proxy.setEveryOp(slices.Repeat([]clientFault{loseAnswer}, 1000)...)
 		mux := http.NewServeMux()
+		proxy := newFaultProxy(t, mux)
+		proxy.setEveryOp(slices.Repeat([]clientFault{loseAnswer}, 1000)...)
 		mux.HandleFunc("GET /client-test/{$}", func(w http.ResponseWriter, r *http.Request) {
 			http.ServeFile(w, r, filepath.Join(dir, "test", "browser", "index.html"))
 		})
@@ -303,12 +302,10 @@ func TestTypeScriptClientInBrowser(t *testing.T) {
 			proxy.setEveryOp()
 			w.WriteHeader(http.StatusNoContent)
 		})
-		mux.Handle("/", proxy)
-		site := httptest.NewServer(mux)
-		t.Cleanup(site.Close)
+		mux.Handle("/", ce.srv.Config.Handler)
 
 		report := filepath.Join(t.TempDir(), "report.json")
-		runNodeTest(t, "dist/test/browser.test.js", "RETRYSAFE_BROWSER="+site.URL, "RETRYSAFE_CHROMIUM="+chromium,
+		runNodeTest(t, "dist/test/browser.test.js", "RETRYSAFE_BROWSER="+proxy.URL, "RETRYSAFE_CHROMIUM="+chromium,
 			"RETRYSAFE_TOKEN="+tokenAcme, "RETRYSAFE_REPORT="+report)
 		data, err := os.ReadFile(report)
 		if err != nil {

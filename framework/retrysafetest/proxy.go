@@ -1,4 +1,4 @@
-package faultproxy
+package retrysafetest
 
 import (
 	"bufio"
@@ -6,24 +6,34 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 )
 
-// Config tunes [Start]. The zero value forwards bytes untouched.
-type Config struct {
-	// DropAnswerFunc makes the proxy read HTTP/1.1: it is called once per
-	// exchange with the request (its body readable again) and the raw bytes
-	// of the server's complete answer. Returning true drops the answer: the
-	// client's connection is closed without a byte of it. It is called from
-	// many goroutines at once. Defaults to nil: a plain TCP proxy.
+// ProxyConfig tunes [StartProxy]. The zero value forwards bytes untouched.
+// With either function set, the proxy reads HTTP/1.1 (plain text) request
+// by request; both are called from many goroutines at once.
+type ProxyConfig struct {
+	// DropAnswerFunc is called once per forwarded exchange with the request
+	// (its body readable again) and the raw bytes of the server's complete
+	// answer. Returning true drops the answer: the client's connection is
+	// closed without a byte of it, after the server finished (and
+	// committed). Defaults to nil: every answer is forwarded.
 	DropAnswerFunc func(req *http.Request, answer []byte) bool
+	// StandInFunc is called once per request before it is forwarded. A
+	// response it returns is written to the client in the server's place
+	// (a 503 or a 409 that a gateway or a busy server gives), and the
+	// request never reaches the server. A request it lets through reaches
+	// DropAnswerFunc as the same *http.Request, so that the two can share
+	// what they know of an exchange. Defaults to nil: every request is forwarded.
+	StandInFunc func(req *http.Request) *http.Response
 }
 
 // Proxy forwards the connections it accepts to one target address.
 type Proxy struct {
 	target string
 	addr   string
-	cfg    Config
+	cfg    ProxyConfig
 
 	mu    sync.Mutex
 	ln    net.Listener
@@ -48,8 +58,9 @@ func (p *pair) close() {
 	})
 }
 
-// Start listens on a free port of 127.0.0.1 and forwards to target.
-func Start(target string, cfg Config) (*Proxy, error) {
+// StartProxy listens on a free port of 127.0.0.1 and forwards to target,
+// a HOST:PORT.
+func StartProxy(target string, cfg ProxyConfig) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -178,7 +189,7 @@ func (p *Proxy) handle(c *pair) {
 	default:
 	}
 	p.mu.Unlock()
-	if p.cfg.DropAnswerFunc != nil {
+	if p.cfg.DropAnswerFunc != nil || p.cfg.StandInFunc != nil {
 		p.exchange(c)
 		return
 	}
@@ -218,6 +229,13 @@ func (p *Proxy) exchange(c *pair) {
 		if err != nil {
 			return
 		}
+		if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+			// The proxy reads the whole body before anything else happens.
+			if _, err := io.WriteString(c.client, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+				return
+			}
+			req.Header.Del("Expect")
+		}
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
 			return
@@ -225,6 +243,18 @@ func (p *Proxy) exchange(c *pair) {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		if !p.wait(c) {
 			return
+		}
+		if p.cfg.StandInFunc != nil {
+			if res := p.cfg.StandInFunc(req); res != nil {
+				if res.ProtoMajor == 0 {
+					res.ProtoMajor, res.ProtoMinor = 1, 1
+				}
+				if err := res.Write(c.client); err != nil || res.Close || req.Close {
+					return
+				}
+				continue
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		if err := req.Write(c.server); err != nil {
 			return
@@ -240,7 +270,7 @@ func (p *Proxy) exchange(c *pair) {
 		res.Body.Close()
 		raw := bytes.Clone(answer.Bytes())
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		if p.cfg.DropAnswerFunc(req, raw) {
+		if p.cfg.DropAnswerFunc != nil && p.cfg.DropAnswerFunc(req, raw) {
 			return
 		}
 		if !p.wait(c) {
@@ -255,7 +285,7 @@ func (p *Proxy) exchange(c *pair) {
 	}
 }
 
-// ReadAnswer parses raw answer bytes, as passed to [Config.DropAnswerFunc],
+// ReadAnswer parses raw answer bytes, as passed to [ProxyConfig.DropAnswerFunc],
 // into a response with its body read.
 func ReadAnswer(raw []byte) (*http.Response, []byte, error) {
 	res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
