@@ -16,6 +16,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/retrysafe/retrysafe/framework/retrysafetest"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
@@ -224,6 +225,26 @@ func TestRefusedRequestsStoreNothing(t *testing.T) {
 		if n := e.count("SELECT count(*) FROM credit_entries"); n != 0 {
 			t.Fatalf("entries = %d, want none", n)
 		}
+	})
+}
+
+// TestKeepsItsPromises runs retrysafe's test kit on POST /v1/credits:
+// lost answers, concurrent retries, another body with the key, member
+// names spelled otherwise, another tenant. One credit is one entry.
+func TestKeepsItsPromises(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		e := setup(t, dsn)
+		retrysafetest.Run(t, retrysafetest.Config{
+			Handler: e.svc.Handler,
+			Tenants: [2]retrysafetest.Tenant{retrysafetest.Bearer("acme", "tok_a"), retrysafetest.Bearer("globex", "tok_b")},
+			Operation: retrysafetest.Operation{Kind: retrysafetest.PostWithKey, Path: "/v1/credits",
+				Body: []byte(`{"account":"alice","amount":500}`), OtherBody: []byte(`{"account":"alice","amount":501}`)},
+			CountFunc: func(ctx context.Context, tenant string) (n int64, err error) {
+				err = e.svc.db.Gorm.WithContext(ctx).Raw("SELECT count(*) FROM credit_entries WHERE tenant_id = ?", tenant).Scan(&n).Error
+				return n, err
+			},
+		})
 	})
 }
 

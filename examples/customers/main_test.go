@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/retrysafe/retrysafe/framework/retrysafetest"
 	"github.com/retrysafe/retrysafe/framework/store"
 	"github.com/retrysafe/retrysafe/framework/store/storetest"
 	"github.com/retrysafe/retrysafe/internal/testdb"
@@ -35,6 +36,46 @@ func do(t *testing.T, srv *httptest.Server, method, path, token, body string) (i
 		t.Fatal(err)
 	}
 	return res.StatusCode, res.Header, b
+}
+
+// TestKeepsItsPromises runs retrysafe's test kit on PUT and PATCH
+// /v1/customers/{id}: lost answers, concurrent retries, member names
+// spelled otherwise, another tenant, a conditional write whose answer was
+// lost. Every create, replace and patch moves a customer's version by
+// one, so the sum of the versions counts them; {id} gives each case an
+// email of its own, which must be unique.
+func TestKeepsItsPromises(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		db, err := store.Open(t.Context(), dsn, store.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		h, err := newHandler(t.Context(), db, map[string]string{"tok_a": "a", "tok_b": "b"}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kit := retrysafetest.Config{
+			Handler: h,
+			Tenants: [2]retrysafetest.Tenant{retrysafetest.Bearer("a", "tok_a"), retrysafetest.Bearer("b", "tok_b")},
+			CountFunc: func(ctx context.Context, tenant string) (n int64, err error) {
+				err = db.Gorm.WithContext(ctx).Model(&Customer{}).Where("tenant_id = ?", tenant).Select("COALESCE(SUM(version), 0)").Scan(&n).Error
+				return n, err
+			},
+		}
+		const ada = `{"name":"Ada","email":"ada+{id}@example.com"}`
+		t.Run("PUT", func(t *testing.T) {
+			kit.Operation = retrysafetest.Operation{Kind: retrysafetest.PutCreateOrReplace, Path: "/v1/customers/{id}",
+				Body: []byte(ada), OtherBody: []byte(`{"name":"Ada Lovelace","email":"ada+{id}@example.com","plan":"pro"}`)}
+			retrysafetest.Run(t, kit)
+		})
+		t.Run("PATCH", func(t *testing.T) {
+			kit.Operation = retrysafetest.Operation{Kind: retrysafetest.Patch, Path: "/v1/customers/{id}",
+				Create: []byte(ada), Body: []byte(`{"plan":"pro"}`)}
+			retrysafetest.Run(t, kit)
+		})
+	})
 }
 
 // TestCustomers runs the example over real HTTP on SQLite, and on

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/retrysafe/retrysafe/framework/retrysafetest"
 	"github.com/retrysafe/retrysafe/internal/redocly"
 	"github.com/retrysafe/retrysafe/internal/testdb"
 )
@@ -263,6 +264,29 @@ func TestOpenAPIDocumentLints(t *testing.T) {
 		}
 	}
 	redocly.Lint(t, e.svc.spec.JSON())
+}
+
+// TestKeepsItsPromises runs retrysafe's test kit on POST /v1/invoices:
+// lost answers, concurrent retries, another body with the key, member
+// names spelled otherwise, another tenant. One invoice is one call that
+// the billing service recorded.
+func TestKeepsItsPromises(t *testing.T) {
+	t.Parallel()
+	testdb.Run(t, func(t *testing.T, dsn string) {
+		e := setup(t, dsn)
+		retrysafetest.Run(t, retrysafetest.Config{
+			Handler: e.svc.Handler,
+			Tenants: [2]retrysafetest.Tenant{retrysafetest.Bearer("acme", "tok_a"), retrysafetest.Bearer("globex", "tok_b")},
+			Operation: retrysafetest.Operation{Kind: retrysafetest.PostWithKey, Path: "/v1/invoices",
+				Body:      []byte(`{"customer":"cus_1","amount":4200,"currency":"EUR"}`),
+				OtherBody: []byte(`{"customer":"cus_1","amount":4201,"currency":"EUR"}`)},
+			CountFunc: func(ctx context.Context, tenant string) (n int64, err error) {
+				err = e.svc.db.Gorm.WithContext(ctx).Raw("SELECT count(*) FROM billing_records WHERE tenant_id = ? AND kind = ?", tenant, "invoice").
+					Scan(&n).Error
+				return n, err
+			},
+		})
+	})
 }
 
 // TestRun starts the program as the README runs it and sends one request.
